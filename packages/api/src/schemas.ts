@@ -1,0 +1,102 @@
+import { Schema } from "effect"
+
+/** Field limits of spec §8. Lengths count Unicode code points. */
+export const Limits = {
+  title: 200,
+  content: 20_000,
+  metadataProperties: 20,
+  metadataKey: 64,
+  metadataValue: 500,
+  token: 8_192,
+  suggestions: 5
+} as const
+
+/** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */
+const noNul = Schema.makeFilter<string>((s) => !s.includes("\u0000"), { expected: "a string without NUL (U+0000) characters" })
+
+/** Every string a client sends. */
+export const RequestString = Schema.String.check(noNul)
+
+const Id = RequestString.check(Schema.isNonEmpty()).annotate({ description: "identifier" })
+
+/** `YYYY-MM-DDTHH:mm:ss.sssZ` (ISO 8601, UTC, milliseconds). */
+export const Timestamp = Schema.String.annotate({
+  format: "date-time",
+  description: "ISO 8601 UTC timestamp with milliseconds",
+  examples: ["2026-01-01T00:00:00.000Z"]
+})
+
+const maxCodePoints = (n: number) => RequestString.check(Schema.isMaxCodePoints(n))
+
+export const Title = maxCodePoints(Limits.title)
+export const Content = maxCodePoints(Limits.content)
+
+/** A feedback title must say something: at least one non-space character. */
+export const FeedbackTitle = Title.check(
+  Schema.isPattern(/\S/u, { expected: "a title containing a non-space character" })
+)
+
+export const Metadata = Schema.Record(maxCodePoints(Limits.metadataKey), maxCodePoints(Limits.metadataValue))
+  .check(Schema.isMaxProperties(Limits.metadataProperties))
+  .annotate({ description: "string to string map: up to 20 properties, keys up to 64 and values up to 500 chars" })
+
+export const IdentityToken = maxCodePoints(Limits.token).annotate({
+  description: "HS256 identity JWT signed with the organization's secret"
+})
+
+export class Board extends Schema.Class<Board>("Board")({
+  id: Schema.String,
+  name: Schema.String,
+  slug: Schema.String,
+  organizationId: Schema.String,
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+}) {}
+
+export class SuggestionMatch extends Schema.Class<SuggestionMatch>("SuggestionMatch")({
+  id: Schema.String,
+  title: Schema.String,
+  excerpt: Schema.String,
+  slug: Schema.String
+}) {}
+
+export class CreatedPost extends Schema.Class<CreatedPost>("CreatedPost")({
+  id: Schema.String,
+  slug: Schema.String,
+  title: Schema.String,
+  boardId: Schema.String,
+  organizationId: Schema.String,
+  createdAt: Timestamp
+}) {}
+
+export class Update extends Schema.Class<Update>("Update")({
+  id: Schema.String,
+  title: Schema.String,
+  slug: Schema.String,
+  content: Schema.String.annotate({ description: "sanitized HTML, safe to render directly" }),
+  excerpt: Schema.String.annotate({ description: "plain-text excerpt" }),
+  imageUrl: Schema.NullOr(Schema.String),
+  publishedAt: Timestamp
+}) {}
+
+export const OrganizationQuery = { organizationId: Id }
+
+export const SuggestionsRequest = Schema.Struct({
+  organizationId: Id,
+  boardId: Id,
+  title: Title,
+  content: Content
+}).annotate({ identifier: "SuggestionsRequest" })
+export type SuggestionsRequest = typeof SuggestionsRequest.Type
+
+export const FeedbackRequest = Schema.Struct({
+  organizationId: Id,
+  boardId: Id,
+  title: FeedbackTitle,
+  content: Content,
+  metadata: Schema.optionalKey(Metadata),
+  token: Schema.optionalKey(IdentityToken)
+}).annotate({ identifier: "FeedbackRequest" })
+export type FeedbackRequest = typeof FeedbackRequest.Type
+
+export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotate({ identifier: "Health" })

@@ -1,0 +1,65 @@
+import { NodeHttpServer } from "@effect/platform-node"
+import { HearkenApi } from "@hearken/api"
+import { Effect, Layer, References } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { createServer } from "node:http"
+import { Boards } from "./boards/Boards.js"
+import { ServerConfig } from "./config.js"
+import { Sanitizer } from "./content/Sanitizer.js"
+import { Feedback } from "./feedback/Feedback.js"
+import { Posts } from "./feedback/Posts.js"
+import { Importer } from "./fixtures/Importer.js"
+import { importConfiguredSeed } from "./fixtures/startup.js"
+import * as Health from "./health/Health.js"
+import * as Edge from "./http/Edge.js"
+import * as RequestErrors from "./http/RequestErrors.js"
+import * as WidgetHandlers from "./http/WidgetHandlers.js"
+import * as Database from "./sql/Database.js"
+import { Suggestions } from "./suggestions/Suggestions.js"
+import { Updates } from "./updates/Updates.js"
+
+/** Every service, built once at start-up. */
+const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, Updates.layer, Importer.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer)),
+  Layer.provideMerge(Sanitizer.layer)
+)
+
+const Api = HttpApiBuilder.layer(HearkenApi, { openapiPath: "/docs/openapi.json" }).pipe(
+  Layer.provide([WidgetHandlers.layer, Health.layer]),
+  Layer.provideMerge(RequestErrors.layer)
+)
+
+const Docs = HttpApiScalar.layer(HearkenApi, {
+  path: "/docs",
+  scalar: { withDefaultFonts: false, hideDownloadButton: false } as never
+})
+
+const Routes = Layer.mergeAll(Api, Docs, Edge.cors, Edge.fallback, Edge.requestLog)
+
+const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 5_000 }), {
+    port: config.port,
+    host: config.host,
+    gracefulShutdownTimeout: "10 seconds"
+  })
+}))
+
+const LogLevelLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return Layer.succeed(References.MinimumLogLevel, config.logLevel)
+}))
+
+/** Schema, services and the configured seed: what the server and `npm run seed` share. */
+export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
+  Layer.provideMerge(Services),
+  Layer.provideMerge(Database.layer),
+  Layer.provideMerge(LogLevelLive)
+)
+
+/** The whole server: the database migrated and seeded first, then HTTP on `PORT`. Needs `ServerConfig`. */
+export const App = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+  Layer.provide(HttpServerLive),
+  Layer.provide(Core)
+)

@@ -1,0 +1,159 @@
+import { Config, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
+
+/** Start-up refuses a bad environment variable with this error, naming it. */
+export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
+  variable: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `Invalid configuration: ${this.variable} ${this.reason}`
+  }
+}
+
+export interface ServerConfigShape {
+  readonly port: number
+  readonly host: string
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  /** A directory, or `memory`. */
+  readonly pgliteDir: string
+  readonly redisUrl: Option.Option<Redacted.Redacted<string>>
+  readonly seedFile: Option.Option<string>
+  readonly publicUrl: URL
+  readonly dashboardOrigin: Option.Option<string>
+  readonly rootDomain: Option.Option<string>
+  readonly trustProxy: number
+  readonly embeddings: Option.Option<{
+    readonly url: URL
+    readonly model: string
+    readonly dimensions: number
+    readonly apiKey: Option.Option<Redacted.Redacted<string>>
+  }>
+  readonly embeddingsTimeoutMs: number
+  readonly suggestionsMaxDistance: number
+  readonly webhookMaxAttempts: number
+  readonly webhookRetryBaseMs: number
+  readonly webhookTimeoutMs: number
+  readonly webhookWorker: boolean
+  readonly webhookAllowPrivateUrls: boolean
+  readonly rateLimitMultiplier: number
+  readonly logLevel: LogLevel.LogLevel
+}
+
+/** Reads one variable as a raw string; unset and empty both mean "absent". */
+const raw = (name: string) =>
+  Config.option(Config.String(name)).pipe(
+    Config.map(Option.filter((value) => value.trim() !== ""))
+  )
+
+type Parser<A> = (value: string) => A | undefined
+
+const parse = <A>(name: string, value: string, parser: Parser<A>, expected: string, secret = false) => {
+  const parsed = parser(value)
+  return parsed === undefined
+    ? Effect.fail(new InvalidConfig({ variable: name, reason: secret ? `must be ${expected}` : `must be ${expected}, got ${JSON.stringify(value)}` }))
+    : Effect.succeed(parsed)
+}
+
+const variable = Effect.fnUntraced(function*<A>(name: string, parser: Parser<A>, expected: string, fallback: A) {
+  const value = yield* raw(name)
+  return Option.isNone(value) ? fallback : yield* parse(name, value.value, parser, expected)
+})
+
+const optionalVariable = Effect.fnUntraced(function*<A>(name: string, parser: Parser<A>, expected: string, secret = false) {
+  const value = yield* raw(name)
+  return Option.isNone(value)
+    ? Option.none<A>()
+    : Option.some(yield* parse(name, value.value, parser, expected, secret))
+})
+
+const integer = (min: number, max: number): Parser<number> => (value) => {
+  if (!/^\d+$/.test(value)) return undefined
+  const n = Number(value)
+  return n >= min && n <= max ? n : undefined
+}
+
+const decimal = (min: number, max: number): Parser<number> => (value) => {
+  if (!/^\d+(\.\d+)?$/.test(value)) return undefined
+  const n = Number(value)
+  return n >= min && n <= max ? n : undefined
+}
+
+const boolean: Parser<boolean> = (value) => {
+  const v = value.toLowerCase()
+  return ["true", "1", "yes"].includes(v) ? true : ["false", "0", "no"].includes(v) ? false : undefined
+}
+
+const url = (protocols: ReadonlyArray<string>): Parser<URL> => (value) => {
+  if (!URL.canParse(value)) return undefined
+  const parsed = new URL(value)
+  return protocols.includes(parsed.protocol) && parsed.hostname !== "" ? parsed : undefined
+}
+
+const secretUrl = (protocols: ReadonlyArray<string>): Parser<Redacted.Redacted<string>> => (value) =>
+  url(protocols)(value) === undefined ? undefined : Redacted.make(value)
+
+const origin: Parser<string> = (value) => {
+  const parsed = url(["http:", "https:"])(value)
+  return parsed === undefined ? undefined : parsed.origin
+}
+
+const hostname: Parser<string> = (value) => {
+  const v = value.toLowerCase().replace(/^\.+|\.+$/g, "")
+  return /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(v)
+    ? v
+    : undefined
+}
+
+const logLevels: Record<string, LogLevel.LogLevel> = {
+  all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", warning: "Warn",
+  error: "Error", fatal: "Fatal", none: "None"
+}
+
+const anyString: Parser<string> = (value) => value
+
+export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | Config.ConfigError> = Effect.gen(
+  function*() {
+    const port = yield* variable("PORT", integer(0, 65535), "a port number between 0 and 65535", 3000)
+    const embeddingsUrl = yield* optionalVariable("EMBEDDINGS_URL", url(["http:", "https:"]), "an http(s) URL")
+    const embeddingsModel = yield* variable("EMBEDDINGS_MODEL", anyString, "a model name", "text-embedding-3-small")
+    const embeddingsDimensions = yield* variable("EMBEDDINGS_DIMENSIONS", integer(1, 16000), "an integer between 1 and 16000", 1536)
+    const embeddingsApiKey = yield* optionalVariable("EMBEDDINGS_API_KEY", (v) => Redacted.make(v), "a key", true)
+    return {
+      port,
+      host: yield* variable("HOST", anyString, "a host name or address", "0.0.0.0"),
+      databaseUrl: yield* optionalVariable(
+        "DATABASE_URL",
+        secretUrl(["postgres:", "postgresql:"]),
+        "a postgres:// or postgresql:// URL",
+        true
+      ),
+      pgliteDir: yield* variable("PGLITE_DIR", anyString, "a directory or `memory`", ".data/pglite"),
+      redisUrl: yield* optionalVariable("REDIS_URL", secretUrl(["redis:", "rediss:"]), "a redis:// or rediss:// URL", true),
+      seedFile: yield* optionalVariable("SEED_FILE", anyString, "a file path"),
+      publicUrl: yield* variable("PUBLIC_URL", url(["http:", "https:"]), "an http(s) URL", new URL(`http://localhost:${port}`)),
+      dashboardOrigin: yield* optionalVariable("DASHBOARD_ORIGIN", origin, "an http(s) origin"),
+      rootDomain: yield* optionalVariable("ROOT_DOMAIN", hostname, "a domain name such as example.com"),
+      trustProxy: yield* variable("TRUST_PROXY", integer(0, 32), "an integer between 0 and 32", 0),
+      embeddings: Option.map(embeddingsUrl, (url) => ({
+        url,
+        model: embeddingsModel,
+        dimensions: embeddingsDimensions,
+        apiKey: embeddingsApiKey
+      })),
+      embeddingsTimeoutMs: yield* variable("EMBEDDINGS_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 1500),
+      suggestionsMaxDistance: yield* variable("SUGGESTIONS_MAX_DISTANCE", decimal(0, 2), "a number between 0 and 2", 0.6),
+      webhookMaxAttempts: yield* variable("WEBHOOK_MAX_ATTEMPTS", integer(1, 100), "an integer between 1 and 100", 8),
+      webhookRetryBaseMs: yield* variable("WEBHOOK_RETRY_BASE_MS", integer(1, 86_400_000), "a number of milliseconds", 5000),
+      webhookTimeoutMs: yield* variable("WEBHOOK_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 10_000),
+      webhookWorker: yield* variable("WEBHOOK_WORKER", boolean, "true or false", true),
+      webhookAllowPrivateUrls: yield* variable("WEBHOOK_ALLOW_PRIVATE_URLS", boolean, "true or false", false),
+      rateLimitMultiplier: yield* variable("RATE_LIMIT_MULTIPLIER", decimal(1, 1_000_000), "a number between 1 and 1000000", 1),
+      logLevel: yield* variable("LOG_LEVEL", (v) => logLevels[v.toLowerCase()], "one of trace, debug, info, warn, error, fatal, none", "Info" as LogLevel.LogLevel)
+    }
+  }
+)
+
+/** The one typed view of the environment (CONTRACT §1). */
+export class ServerConfig extends Context.Service<ServerConfig, ServerConfigShape>()("hearken/ServerConfig") {
+  static readonly layer = Layer.effect(ServerConfig, loadServerConfig)
+}

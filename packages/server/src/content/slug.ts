@@ -1,0 +1,26 @@
+const maxSlugLength = 80
+
+/**
+ * Lowercase ASCII `[a-z0-9-]+`. Accents are folded (`Crème` → `creme`); a
+ * title with no ASCII letter or digit left gets `fallback`.
+ */
+export const slugify = (title: string, fallback = "post"): string => {
+  const slug = title
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, maxSlugLength)
+    .replace(/-+$/g, "")
+  return slug === "" ? fallback : slug
+}
+
+/** The first of `base`, `base-2`, `base-3`, … that is not in `taken`. */
+export const firstFreeSlug = (base: string, taken: ReadonlySet<string>): string => {
+  if (!taken.has(base)) return base
+  for (let n = 2;; n++) {
+    const candidate = `${base}-${n}`
+    if (!taken.has(candidate)) return candidate
+  }
+}

@@ -1,0 +1,61 @@
+import { Cause, Effect, Layer, Option } from "effect"
+import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
+import { ServerConfig } from "../config.js"
+
+const notFound = HttpServerResponse.jsonUnsafe({ _tag: "NotFoundError" }, { status: 404 })
+const internal = HttpServerResponse.jsonUnsafe(
+  { _tag: "InternalServerError", message: "Internal server error" },
+  { status: 500 }
+)
+
+const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
+  Option.exists(Cause.findErrorOption(cause), (e) =>
+    HttpServerError.isHttpServerError(e) && e.reason._tag === "RouteNotFound")
+
+/** What no endpoint answers: unknown routes get a JSON 404, anything else a JSON 500 with no detail. */
+export const fallback = HttpRouter.middleware((httpEffect) =>
+  Effect.catchCause(httpEffect, (cause) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+    if (isRouteNotFound(cause)) return Effect.succeed(notFound)
+    return Effect.logError("Unhandled failure outside the API", cause).pipe(Effect.as(internal))
+  }), { global: true })
+
+/**
+ * Spec §5 / CONTRACT §4: `DASHBOARD_ORIGIN`, `PUBLIC_URL`'s origin, and any-depth
+ * subdomains of `ROOT_DOMAIN` (https, or http too when `PUBLIC_URL` is http).
+ */
+export const isAllowedOrigin = (config: {
+  readonly publicUrl: URL
+  readonly dashboardOrigin: Option.Option<string>
+  readonly rootDomain: Option.Option<string>
+}) => {
+  const exact = new Set([config.publicUrl.origin, ...Option.toArray(config.dashboardOrigin)])
+  const protocols = config.publicUrl.protocol === "http:" ? ["https:", "http:"] : ["https:"]
+  const suffix = Option.map(config.rootDomain, (domain) => `.${domain}`)
+  return (origin: string | undefined): boolean => {
+    if (origin === undefined || origin === "") return false
+    if (exact.has(origin)) return true
+    if (Option.isNone(suffix) || !URL.canParse(origin)) return false
+    const url = new URL(origin)
+    return url.origin === origin && protocols.includes(url.protocol) && url.hostname.endsWith(suffix.value) &&
+      url.hostname.length > suffix.value.length
+  }
+}
+
+export const cors = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return HttpRouter.middleware(HttpMiddleware.cors({
+    allowedOrigins: isAllowedOrigin(config),
+    allowedMethods: ["GET", "POST", "OPTIONS"],
+    allowedHeaders: ["content-type"],
+    exposedHeaders: ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "retry-after"],
+    maxAge: 600
+  }), { global: true })
+}))
+
+/** Request logging, at debug level only: off the hot path unless `LOG_LEVEL=debug`. */
+export const requestLog = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const debug = config.logLevel === "Debug" || config.logLevel === "Trace" || config.logLevel === "All"
+  return debug ? HttpRouter.middleware(HttpMiddleware.logger, { global: true }) : Layer.empty
+}))

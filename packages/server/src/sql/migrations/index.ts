@@ -1,0 +1,7 @@
+import { Migrator } from "effect/sql"
+import initial from "./0001_initial.js"
+
+/** Migrations in id order; a new one is a new numbered file added here. */
+export const loader = Migrator.fromRecord({
+  "0001_initial": initial
+})

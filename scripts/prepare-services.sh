@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Makes sure what the test suite needs is on this machine and running:
+# PostgreSQL 15 with the vector (pgvector) and pg_trgm extensions, and Redis.
+# Idempotent: each step is skipped when its result is already there.
+set -euo pipefail
+
+PG_VERSION="${PG_VERSION:-15}"
+PG_CONFIG="/usr/lib/postgresql/${PG_VERSION}/bin/pg_config"
+EXT_DIR="/usr/share/postgresql/${PG_VERSION}/extension"
+
+log() { echo "[prepare] $*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+build_pgvector() {
+  log "building pgvector from Debian's source package"
+  local src=/etc/apt/sources.list.d/hearken-trixie-src.sources
+  if [ ! -f "$src" ]; then
+    as_root tee "$src" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  fi
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "postgresql-server-dev-${PG_VERSION}" make gcc >/dev/null
+  local work
+  work=$(mktemp -d)
+  (
+    cd "$work"
+    apt-get source --download-only pgvector >/dev/null
+    tar xf pgvector_*.orig.tar.*
+    cd pgvector-*/
+    make -s PG_CONFIG="$PG_CONFIG" >/dev/null
+    as_root make -s install PG_CONFIG="$PG_CONFIG" >/dev/null
+  )
+  rm -rf "$work"
+}
+
+if [ ! -f "$EXT_DIR/vector.control" ]; then build_pgvector; else log "pgvector present"; fi
+[ -f "$EXT_DIR/pg_trgm.control" ] || { log "pg_trgm missing: installing postgresql-contrib"; as_root apt-get install -y -qq "postgresql-contrib-${PG_VERSION}" >/dev/null || true; }
+
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+  log "starting PostgreSQL"
+  as_root pg_ctlcluster --skip-systemctl-redirect "$PG_VERSION" main start
+  for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+fi
+pg_isready -h 127.0.0.1 -p 5432
+
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  log "starting Redis"
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log
+  for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.5; done
+fi
+redis-cli -h 127.0.0.1 -p 6379 ping
+
+# Prove that both extensions can actually be created on this server.
+psql -q -h 127.0.0.1 -U postgres -d postgres -v ON_ERROR_STOP=1 -c "
+  DROP DATABASE IF EXISTS hearken_prepare_check;" -c "CREATE DATABASE hearken_prepare_check;"
+psql -q -h 127.0.0.1 -U postgres -d hearken_prepare_check -v ON_ERROR_STOP=1 \
+  -c "CREATE EXTENSION IF NOT EXISTS vector; CREATE EXTENSION IF NOT EXISTS pg_trgm;"
+psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE hearken_prepare_check;"
+log "PostgreSQL (vector, pg_trgm) and Redis are ready"
