@@ -60,6 +60,6 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
 
 /** The whole server: the database migrated and seeded first, then HTTP on `PORT`. Needs `ServerConfig`. */
 export const App = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-  Layer.provide(HttpServerLive),
+  Layer.provideMerge(HttpServerLive),
   Layer.provide(Core)
 )

@@ -13,7 +13,7 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
 export const describeIssue = (issue: SchemaIssue.Issue, fallbackField: string): string => {
   const [first] = formatter(issue).issues
   if (first === undefined) return `${fallbackField}: invalid`
-  const message = first.message.replace(/, got [\s\S]*$/u, "")
+  const message = first.message === "Missing key" ? "is required" : first.message.replace(/, got [\s\S]*$/u, "")
   const field = formatPath((first.path ?? []).map((p) => typeof p === "object" ? p.key : p))
   return `${field === "" ? fallbackField : field}: ${message}`
 }

@@ -1,4 +1,4 @@
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Exit, Runtime } from "effect"
 
 const oneLine = (cause: Cause.Cause<unknown>): string | undefined => {
   const error = Cause.squash(cause)
@@ -8,6 +8,10 @@ const oneLine = (cause: Cause.Cause<unknown>): string | undefined => {
       case "FixtureError":
       case "EmbeddedDatabaseError":
         return String((error as unknown as { message: unknown }).message)
+      case "ServeError": {
+        const reason = (error as { cause?: { code?: string; message?: string } }).cause
+        return `cannot listen: ${reason?.code === "EADDRINUSE" ? "the address is in use (check PORT and HOST)" : reason?.message ?? "unknown error"}`
+      }
       case "SqlError":
         return "Cannot reach or use the database: check DATABASE_URL and that the server allows the vector and pg_trgm extensions"
     }
@@ -28,3 +32,7 @@ export const reportStartupFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
       })
     })
   )
+
+/** SIGTERM/SIGINT interrupt the server; once it has drained, that is a clean exit (0), not 130. */
+export const teardown: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)

@@ -1,0 +1,88 @@
+import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { App } from "../../packages/server/dist/App.js"
+import { ServerConfig } from "../../packages/server/dist/config.js"
+import { createDatabase, type TestDatabase } from "./database.js"
+
+export interface TestServer {
+  /** `http://127.0.0.1:PORT` */
+  readonly origin: string
+  /** `origin` + `/api/widget/v1` */
+  readonly api: string
+  readonly db: TestDatabase
+  readonly close: () => Promise<void>
+}
+
+/**
+ * The real server, in this process, listening on an ephemeral loopback port,
+ * over a fresh PostgreSQL database. `env` is the environment it sees (no
+ * `process.env`); `DATABASE_URL`, `PORT`, `HOST` and `LOG_LEVEL` are filled in.
+ */
+export const startServer = async (env: Record<string, string> = {}): Promise<TestServer> => {
+  const db = await createDatabase()
+  const provider = ConfigProvider.fromEnv({
+    env: { DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env }
+  })
+  const scope = Effect.runSync(Scope.make())
+  const layer = App.pipe(Layer.provide(ServerConfig.layer), Layer.provide(ConfigProvider.layer(provider)))
+  try {
+    const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+    const origin = `http://127.0.0.1:${address.port}`
+    return {
+      origin,
+      api: `${origin}/api/widget/v1`,
+      db,
+      close: async () => {
+        await Effect.runPromise(Scope.close(scope, Exit.void))
+        await db.drop()
+      }
+    }
+  } catch (error) {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    await db.drop()
+    throw error
+  }
+}
+
+export interface JsonResponse {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: any
+}
+
+const toJson = async (response: Response): Promise<JsonResponse> => {
+  const text = await response.text()
+  let body: unknown = text
+  try {
+    body = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    // not JSON: keep the text, so a test can show what came back
+  }
+  return { status: response.status, headers: response.headers, body }
+}
+
+export const getJson = async (url: string, headers: Record<string, string> = {}) =>
+  toJson(await fetch(url, { headers }))
+
+/** POSTs `body` (a value is JSON-encoded; a string is sent as it is). */
+export const postJson = async (url: string, body: unknown, headers: Record<string, string> = {}) =>
+  toJson(
+    await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body)
+    })
+  )
+
+/** Writes `fixture` to a temporary file and starts a server that imports it (`SEED_FILE`). */
+export const startSeededServer = async (fixture: unknown, env: Record<string, string> = {}) => {
+  const { mkdtemp, writeFile } = await import("node:fs/promises")
+  const { tmpdir } = await import("node:os")
+  const { join } = await import("node:path")
+  const dir = await mkdtemp(join(tmpdir(), "hearken-fixture-"))
+  const file = join(dir, "fixture.json")
+  await writeFile(file, JSON.stringify(fixture))
+  return startServer({ SEED_FILE: file, ...env })
+}

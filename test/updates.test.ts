@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { baseFixture } from "./support/fixtures.js"
+import { getJson, startSeededServer, type TestServer } from "./support/server.js"
+
+const fixture = baseFixture()
+fixture.organizations[0]!.updates = [
+  { id: "u_old", title: "Old", slug: "old", content: "<p>Old news</p>", publishedAt: "2026-01-01T00:00:00.000Z" },
+  { id: "u_tie_b", title: "Tie B", slug: "tie-b", content: "<p>b</p>", publishedAt: "2026-03-01T00:00:00.000Z" },
+  { id: "u_tie_a", title: "Tie A", slug: "tie-a", content: "<p>a</p>", publishedAt: "2026-03-01T00:00:00.000Z" },
+  {
+    id: "u_rich", title: "Rich", slug: "rich", imageUrl: "https://cdn.example.com/cover.png",
+    content: `<h2>New&nbsp;things</h2><p onclick="steal()">Fish &amp; chips &lt;3</p><script>alert(1)</script>` +
+      `<img src="https://cdn.example.com/a.png" onerror="x()"><img src="data:image/png;base64,AAAA">` +
+      `<a href="javascript:alert(1)">bad</a><iframe src="https://evil.example"></iframe>`,
+    publishedAt: "2026-02-01T00:00:00.000Z"
+  },
+  { id: "u_excerpt", title: "Given excerpt", slug: "given", content: "<p>Body</p>",
+    excerpt: "  <b>Short</b>\n\n   summary &amp; more ", publishedAt: "2026-01-15T00:00:00.000Z" },
+  { id: "u_draft", title: "Draft", slug: "draft", content: "<p>draft</p>", publishedAt: null },
+  { id: "u_future", title: "Scheduled", slug: "scheduled", content: "<p>later</p>", publishedAt: "2099-01-01T00:00:00.000Z" }
+]
+fixture.organizations[1]!.updates = [
+  { id: "u_other", title: "Other org", slug: "other", content: "<p>x</p>", publishedAt: "2026-01-01T00:00:00.000Z" }
+] as never
+
+let server: TestServer
+beforeAll(async () => {
+  server = await startSeededServer(fixture)
+})
+afterAll(() => server?.close())
+
+describe("GET /updates", () => {
+  it("returns published entries only, newest first, ties by id ascending", async () => {
+    const res = await getJson(`${server.api}/updates?organizationId=org_acme`)
+    expect(res.status).toBe(200)
+    expect(res.body.map((u: { id: string }) => u.id)).toEqual(["u_tie_a", "u_tie_b", "u_rich", "u_excerpt", "u_old"])
+  })
+
+  it("serves exactly the spec's fields, sanitized HTML and a plain-text excerpt", async () => {
+    const res = await getJson(`${server.api}/updates?organizationId=org_acme`)
+    const rich = res.body.find((u: { id: string }) => u.id === "u_rich")
+    expect(Object.keys(rich).sort()).toEqual(["content", "excerpt", "id", "imageUrl", "publishedAt", "slug", "title"])
+    expect(rich.content).toBe(
+      `<h2>New&nbsp;things</h2><p>Fish &amp; chips &lt;3</p><img src="https://cdn.example.com/a.png">` +
+        `<a rel="noopener noreferrer nofollow ugc">bad</a>`
+    )
+    expect(rich.excerpt).toBe("New things Fish & chips <3 bad")
+    expect(rich.imageUrl).toBe("https://cdn.example.com/cover.png")
+    expect(rich.publishedAt).toBe("2026-02-01T00:00:00.000Z")
+  })
+
+  it("normalizes a given excerpt to plain text and defaults imageUrl to null", async () => {
+    const res = await getJson(`${server.api}/updates?organizationId=org_acme`)
+    const given = res.body.find((u: { id: string }) => u.id === "u_excerpt")
+    expect(given.excerpt).toBe("Short summary & more")
+    expect(given.imageUrl).toBeNull()
+  })
+
+  it("keeps organizations apart and answers [] for an unknown one", async () => {
+    const other = await getJson(`${server.api}/updates?organizationId=org_other`)
+    expect(other.body.map((u: { id: string }) => u.id)).toEqual(["u_other"])
+    const none = await getJson(`${server.api}/updates?organizationId=nobody`)
+    expect(none).toMatchObject({ status: 200, body: [] })
+  })
+
+  it("refuses a missing organizationId with 400 DataValidationError", async () => {
+    const res = await getJson(`${server.api}/updates`)
+    expect(res.status).toBe(400)
+    expect(res.body).toEqual({ _tag: "DataValidationError", message: "organizationId: is required" })
+  })
+})
