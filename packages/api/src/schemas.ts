@@ -36,8 +36,23 @@ export const FeedbackTitle = Title.check(
   Schema.isPattern(/\S/u, { expected: "a title containing a non-space character" })
 )
 
-export const Metadata = Schema.Record(maxCodePoints(Limits.metadataKey), maxCodePoints(Limits.metadataValue))
-  .check(Schema.isMaxProperties(Limits.metadataProperties))
+/**
+ * Keys are checked on the whole record: a key schema on `Schema.Record` would
+ * silently drop a key that is too long instead of refusing it.
+ */
+const metadataKeysWithinLimit = Schema.makeFilter<Readonly<Record<string, string>>>(
+  (record) => {
+    const tooLong = Object.keys(record).some((key) => Array.from(key).length > Limits.metadataKey)
+    return tooLong ? `Expected keys of at most ${Limits.metadataKey} code points` : true
+  },
+  {
+    expected: `keys of at most ${Limits.metadataKey} code points`,
+    toJsonSchema: () => ({ propertyNames: { type: "string", maxLength: Limits.metadataKey } })
+  }
+)
+
+export const Metadata = Schema.Record(RequestString, maxCodePoints(Limits.metadataValue))
+  .check(Schema.isMaxProperties(Limits.metadataProperties), metadataKeysWithinLimit)
   .annotate({ description: "string to string map: up to 20 properties, keys up to 64 and values up to 500 chars" })
 
 export const IdentityToken = maxCodePoints(Limits.token).annotate({

@@ -11,7 +11,11 @@ const fromSchemaError = (error: HttpApiError.HttpApiSchemaError) => {
   const where = error.kind === "Query" ? "query" : "body"
   const message = describeIssue(error.cause.issue, where)
   return new DataValidationError({
-    message: message === "body: Expected a valid JSON body" ? "body: malformed JSON" : message
+    message: message === "body: Expected a valid JSON body"
+      ? "body: malformed JSON"
+      : message.startsWith("body: Expected ")
+      ? "body: Expected a JSON object"
+      : message
   })
 }
 
