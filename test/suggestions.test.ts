@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { baseFixture } from "./support/fixtures.js"
+import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+
+const p = (id: string, title: string, content: string, extra: Record<string, unknown> = {}) =>
+  ({ id, boardId: "b_feat", title, content, ...extra })
+
+const fixture = baseFixture()
+fixture.organizations[0]!.posts = [
+  p("p_dark", "Dark mode", "<p>Please add a dark theme for the dashboard</p>", { createdAt: "2026-01-01T00:00:00.000Z" }),
+  p("p_dark2", "Dark theme for the widget", "<p>Our site is dark, the widget is bright</p>", { createdAt: "2026-01-02T00:00:00.000Z" }),
+  p("p_export", "Export to CSV", "<p>Export all posts to a spreadsheet</p>"),
+  p("p_slack", "Slack integration", "<p>Post new feedback to a Slack channel</p>"),
+  p("p_fr", "Mode sombre", "<p>Un thème sombre pour l'application, s'il vous plaît</p>"),
+  p("p_de", "Dunkelmodus für die Übersicht", "<p>Bitte einen dunklen Modus einbauen</p>"),
+  p("p_ru", "Тёмная тема", "<p>Добавьте тёмную тему, пожалуйста</p>"),
+  p("p_private", "Dark mode for admins (private)", "<p>secret dark mode</p>", { visibility: "private" }),
+  p("p_bug_dark", "Dark mode crash", "<p>dark mode crashes</p>", { boardId: "b_bugs" }),
+  p("p_secret_board", "Dark mode on a private board", "<p>dark</p>", { boardId: "b_private" }),
+  ...Array.from({ length: 8 }, (_, i) => p(`p_many_${i}`, `Notification sound option ${i}`, "<p>notification sound</p>"))
+]
+fixture.organizations[1]!.posts = [
+  { id: "p_other_dark", boardId: "b_other", title: "Dark mode", content: "<p>dark mode please</p>" }
+]
+
+let server: TestServer
+beforeAll(async () => {
+  server = await startSeededServer(fixture)
+})
+afterAll(() => server?.close())
+
+const suggest = (body: Record<string, unknown>) =>
+  postJson(`${server.api}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", content: "", ...body })
+
+const ids = (res: { body: Array<{ id: string }> }) => res.body.map((m) => m.id)
+
+describe("POST /suggestions (lexical)", () => {
+  it("finds similar public posts of the board, best first, with exactly the spec's fields", async () => {
+    const res = await suggest({ title: "dark mode", content: "a dark theme please" })
+    expect(res.status).toBe(200)
+    expect(ids(res)[0]).toBe("p_dark")
+    expect(ids(res)).toContain("p_dark2")
+    expect(res.body[0]).toEqual({ id: "p_dark", title: "Dark mode", excerpt: "Please add a dark theme for the dashboard", slug: "dark-mode" })
+  })
+
+  it("never returns private posts, posts of other boards, or other organizations' posts", async () => {
+    const res = await suggest({ title: "dark mode", content: "dark mode dark theme crash admins private board" })
+    for (const id of ["p_private", "p_bug_dark", "p_secret_board", "p_other_dark"]) expect(ids(res)).not.toContain(id)
+  })
+
+  it("answers [] for a private, unknown or foreign board", async () => {
+    for (const boardId of ["b_private", "b_nope", "b_other"]) {
+      const res = await suggest({ boardId, title: "dark mode" })
+      expect(res).toMatchObject({ status: 200, body: [] })
+    }
+    const foreignOrg = await suggest({ organizationId: "org_other", boardId: "b_feat", title: "dark mode" })
+    expect(foreignOrg.body).toEqual([])
+  })
+
+  it("returns at most 5 items", async () => {
+    const res = await suggest({ title: "notification sound option", content: "notification sound" })
+    expect(res.body).toHaveLength(5)
+  })
+
+  it("matches words in other languages", async () => {
+    expect(ids(await suggest({ title: "thème sombre" }))).toContain("p_fr")
+    expect(ids(await suggest({ title: "dunklen Modus" }))).toContain("p_de")
+    expect(ids(await suggest({ title: "тёмная тема" }))).toContain("p_ru")
+  })
+
+  it("tolerates a typo through trigram similarity", async () => {
+    expect(ids(await suggest({ title: "Slak integraton" }))).toContain("p_slack")
+  })
+
+  it("matches on the draft body as well as the title", async () => {
+    expect(ids(await suggest({ title: "Idea", content: "<p>a <b>spreadsheet</b> export</p>" }))).toContain("p_export")
+  })
+
+  it("answers [] for an empty draft and for punctuation only", async () => {
+    expect((await suggest({ title: "" })).body).toEqual([])
+    expect((await suggest({ title: "?!'\"&|:*()<>", content: "'''" })).body).toEqual([])
+  })
+
+  it("is not confused by tsquery syntax in the draft", async () => {
+    const res = await suggest({ title: "dark & | ! ( ) : * ' mode <-> \\", content: "' OR 1=1 --" })
+    expect(res.status).toBe(200)
+    expect(ids(res)[0]).toBe("p_dark")
+  })
+})
