@@ -83,6 +83,7 @@ export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
       description: "200 when the database answers, 503 otherwise. Does not depend on Redis."
     }))
   )
+  .annotateMerge(OpenApi.annotations({ title: "System", description: "Operational endpoints" }))
 {}
 
 export class HearkenApi extends HttpApi.make("hearken")

@@ -1,0 +1,104 @@
+import SwaggerParser from "@apidevtools/swagger-parser"
+import { chromium } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { getJson, startServer, type TestServer } from "./support/server.js"
+
+let server: TestServer
+beforeAll(async () => {
+  server = await startServer()
+})
+afterAll(() => server?.close())
+
+const schemaOf = (doc: any, ref: { $ref?: string } & Record<string, unknown>) =>
+  ref.$ref ? doc.components.schemas[ref.$ref.split("/").pop()!] : ref
+
+describe("GET /docs/openapi.json", () => {
+  let doc: any
+  beforeAll(async () => {
+    const res = await getJson(`${server.origin}/docs/openapi.json`)
+    expect(res.status).toBe(200)
+    doc = res.body
+  })
+
+  it("is a valid OpenAPI 3.x document", async () => {
+    expect(doc.openapi).toMatch(/^3\./)
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeDefined()
+  })
+
+  it("describes every route", () => {
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      "/api/widget/v1/boards", "/api/widget/v1/feedback", "/api/widget/v1/suggestions", "/api/widget/v1/updates", "/health"
+    ])
+    expect(Object.keys(doc.paths["/api/widget/v1/feedback"])).toEqual(["post"])
+    expect(Object.keys(doc.paths["/api/widget/v1/boards"])).toEqual(["get"])
+  })
+
+  it("shows every field limit", () => {
+    const feedback = schemaOf(doc, doc.paths["/api/widget/v1/feedback"].post.requestBody.content["application/json"].schema)
+    expect(feedback.properties.title.maxLength).toBe(200)
+    expect(feedback.properties.content.maxLength).toBe(20_000)
+    expect(feedback.properties.token.maxLength).toBe(8_192)
+    expect(feedback.properties.metadata.maxProperties).toBe(20)
+    expect(feedback.properties.metadata.additionalProperties.maxLength).toBe(500)
+    expect(JSON.stringify(feedback.properties.metadata)).toContain(`"propertyNames":{"type":"string","maxLength":64}`)
+    expect(feedback.required.sort()).toEqual(["boardId", "content", "organizationId", "title"])
+    const suggestions = schemaOf(doc, doc.paths["/api/widget/v1/suggestions"].post.requestBody.content["application/json"].schema)
+    expect(suggestions.properties.title.maxLength).toBe(200)
+    expect(suggestions.properties.content.maxLength).toBe(20_000)
+    expect(doc.paths["/api/widget/v1/suggestions"].post.responses["200"].content["application/json"].schema.maxItems).toBe(5)
+  })
+
+  it("declares every error response with its _tag", () => {
+    const expected: Record<string, Record<string, string>> = {
+      "/api/widget/v1/suggestions": { 400: "DataValidationError", 429: "RateLimitExceededError", 500: "InternalServerError", 503: "RateLimitUnavailableError" },
+      "/api/widget/v1/feedback": { 400: "DataValidationError", 401: "UnauthorizedError", 404: "NotFoundError", 429: "RateLimitExceededError", 500: "InternalServerError", 503: "RateLimitUnavailableError" },
+      "/api/widget/v1/boards": { 400: "DataValidationError", 429: "RateLimitExceededError", 500: "InternalServerError", 503: "RateLimitUnavailableError" },
+      "/api/widget/v1/updates": { 400: "DataValidationError", 429: "RateLimitExceededError", 500: "InternalServerError", 503: "RateLimitUnavailableError" }
+    }
+    for (const [path, errors] of Object.entries(expected)) {
+      const operation = Object.values(doc.paths[path])[0] as any
+      for (const [status, tag] of Object.entries(errors)) {
+        const schema = schemaOf(doc, operation.responses[status].content["application/json"].schema)
+        expect(schema.properties._tag.enum ?? [schema.properties._tag.const]).toEqual([tag])
+      }
+    }
+    const internal = schemaOf(doc, doc.paths["/health"].get.responses["503"].content["application/json"].schema)
+    expect(internal.properties._tag.enum ?? [internal.properties._tag.const]).toEqual(["ServiceUnavailableError"])
+  })
+})
+
+describe("GET /docs", () => {
+  it("serves HTML whose scripts and styles all come from this server", async () => {
+    const res = await fetch(`${server.origin}/docs`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/)
+    const html = await res.text()
+    const external = [...html.matchAll(/<(?:script|link|img)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?\/\//gi)]
+    expect(external).toEqual([])
+    expect(html).toMatch(/withDefaultFonts["']?\s*:\s*false/)
+  })
+
+  it("renders in a browser with every other origin cut off, and asks for nothing outside", async () => {
+    const browser = await chromium.launch({
+      executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    })
+    try {
+      const page = await browser.newPage()
+      const outside: Array<string> = []
+      await page.route("**/*", (route) => {
+        const url = route.request().url()
+        if (url.startsWith(server.origin) || url.startsWith("data:") || url.startsWith("blob:")) return route.continue()
+        outside.push(url)
+        return route.abort()
+      })
+      await page.goto(`${server.origin}/docs`, { waitUntil: "load" })
+      await page.getByText("Create a feedback post on a public board").first().waitFor({ timeout: 20_000 })
+      await page.waitForTimeout(500)
+      if (process.env["DOCS_SCREENSHOT"]) await page.screenshot({ path: process.env["DOCS_SCREENSHOT"], fullPage: false })
+      expect(outside).toEqual([])
+    } finally {
+      await browser.close()
+    }
+  })
+})

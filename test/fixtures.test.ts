@@ -1,0 +1,133 @@
+import { execFile } from "node:child_process"
+import { mkdtemp, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createDatabase, type TestDatabase } from "./support/database.js"
+import { baseFixture } from "./support/fixtures.js"
+
+const run = promisify(execFile)
+const seedScript = join(import.meta.dirname, "..", "packages", "server", "dist", "seed.js")
+
+let db: TestDatabase
+let dir: string
+beforeAll(async () => {
+  db = await createDatabase()
+  dir = await mkdtemp(join(tmpdir(), "hearken-seed-"))
+})
+afterAll(() => db?.drop())
+
+/** `npm run seed -- FILE` as a user runs it: a child process on the same Node. */
+const seed = async (fixture: unknown, name = "fixture.json") => {
+  const file = join(dir, name)
+  await writeFile(file, typeof fixture === "string" ? fixture : JSON.stringify(fixture))
+  try {
+    const { stdout, stderr } = await run(process.execPath, [seedScript, file], {
+      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url, LOG_LEVEL: "error" }
+    })
+    return { code: 0, stdout, stderr }
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string }
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr }
+  }
+}
+
+const counts = async () => {
+  const [row] = await db.query((sql) => sql`SELECT
+    (SELECT count(*)::int FROM organizations) AS organizations, (SELECT count(*)::int FROM boards) AS boards,
+    (SELECT count(*)::int FROM posts) AS posts, (SELECT count(*)::int FROM updates) AS updates,
+    (SELECT count(*)::int FROM statuses) AS statuses, (SELECT count(*)::int FROM webhook_endpoints) AS webhooks,
+    (SELECT count(*)::int FROM organization_jwt_secrets) AS secrets`)
+  return row
+}
+
+const snapshot = () =>
+  db.query((sql) => sql`SELECT id, slug, title, content, excerpt, status_id, created_at, updated_at FROM posts
+    UNION ALL SELECT id, slug, name, visibility, organization_id, NULL, created_at, updated_at FROM boards
+    UNION ALL SELECT id, slug, title, content, excerpt, image_url, published_at, created_at FROM updates ORDER BY 1`)
+
+const full = () => {
+  const f = baseFixture()
+  f.organizations[0]!.posts = [
+    { id: "p_1", boardId: "b_feat", title: "Dark mode", content: "<p>Please <script>x</script>add</p>", statusId: "st_acme_done",
+      createdAt: "2026-01-03T00:00:00.000Z" },
+    { id: "p_2", boardId: "b_feat", title: "Dark mode", content: "<p>again</p>" },
+    { id: "p_3", boardId: "b_bugs", title: "Crash", content: "", visibility: "private", slug: "crash-report" }
+  ]
+  f.organizations[0]!.updates = [
+    { id: "u_1", title: "Dark mode is here", slug: "dark-mode-is-here", content: "<p>Try it now</p>", excerpt: "Try it now",
+      imageUrl: null, publishedAt: "2026-02-01T00:00:00.000Z" }
+  ]
+  ;(f.organizations[0] as Record<string, unknown>)["webhooks"] = [
+    { id: "wh_1", url: "https://example.com/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", events: ["feedback.post.created"] }
+  ]
+  return f
+}
+
+describe("npm run seed -- FILE (CONTRACT §3)", () => {
+  it("creates the schema on an empty database and imports everything", async () => {
+    const result = await seed(full())
+    expect(result.code).toBe(0)
+    expect(await counts()).toEqual({ organizations: 3, boards: 7, posts: 3, updates: 1, statuses: 5, webhooks: 1, secrets: 1 })
+    const [post] = await db.query((sql) => sql`SELECT content, excerpt, slug, status_id AS "statusId" FROM posts WHERE id = 'p_1'`)
+    expect(post).toEqual({ content: "<p>Please add</p>", excerpt: "Please add", slug: "dark-mode", statusId: "st_acme_done" })
+    const slugs = await db.query((sql) => sql`SELECT id, slug, status_id AS "statusId" FROM posts ORDER BY id`)
+    expect(slugs).toEqual([
+      { id: "p_1", slug: "dark-mode", statusId: "st_acme_done" },
+      { id: "p_2", slug: "dark-mode-2", statusId: "st_acme_open" },
+      { id: "p_3", slug: "crash-report", statusId: "st_acme_open" }
+    ])
+  })
+
+  it("is idempotent: importing the same file again changes nothing", async () => {
+    const before = await snapshot()
+    expect((await seed(full())).code).toBe(0)
+    expect(await snapshot()).toEqual(before)
+    expect(await counts()).toEqual({ organizations: 3, boards: 7, posts: 3, updates: 1, statuses: 5, webhooks: 1, secrets: 1 })
+  })
+
+  it.each([
+    ["a dangling post boardId", (f: any) => { f.organizations[0].posts[1].boardId = "b_missing" }, "organizations[0].posts[1].boardId"],
+    ["a dangling post statusId", (f: any) => { f.organizations[0].posts[0].statusId = "st_missing" }, "organizations[0].posts[0].statusId"],
+    ["a status of another organization", (f: any) => { f.organizations[0].posts[0].statusId = "st_other_first" }, "organizations[0].posts[0].statusId"],
+    ["a board of another organization", (f: any) => { f.organizations[1].posts = [{ id: "p_x", boardId: "b_feat", title: "x", content: "" }] }, "organizations[1].posts[0].boardId"],
+    ["a bad visibility", (f: any) => { f.organizations[0].boards[2].visibility = "secret" }, "organizations[0].boards[2].visibility"],
+    ["a bad timestamp", (f: any) => { f.organizations[0].boards[0].createdAt = "yesterday" }, "organizations[0].boards[0].createdAt"],
+    ["a missing title", (f: any) => { delete f.organizations[0].posts[2].title }, "organizations[0].posts[2].title"],
+    ["an unknown key", (f: any) => { f.organizations[0].boards[1].visiblity = "public" }, "organizations[0].boards[1].visiblity"],
+    ["a duplicate id", (f: any) => { f.organizations[0].posts[1].id = "p_1" }, "organizations[0].posts[1].id"],
+    ["a bad webhook URL", (f: any) => { f.organizations[0].webhooks[0].url = "ftp://x" }, "organizations[0].webhooks[0].url"],
+    ["an id owned by another organization", (f: any) => { f.organizations[1].boards.push({ id: "b_feat", name: "x", slug: "x", visibility: "public" }) }, "organizations[1].boards[1].id"]
+  ])("refuses %s, naming its path, and writes nothing", async (_, mutate, path) => {
+    const before = await snapshot()
+    const f = full()
+    f.organizations[0]!.posts.push({ id: "p_new_should_not_exist", boardId: "b_feat", title: "New", content: "" })
+    mutate(f)
+    const result = await seed(f, "bad.json")
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim().split("\n")).toHaveLength(1)
+    expect(result.stderr).toContain(`${path}:`)
+    expect(await snapshot()).toEqual(before)
+    expect(await db.query((sql) => sql`SELECT id FROM posts WHERE id = 'p_new_should_not_exist'`)).toEqual([])
+  })
+
+  it("refuses a file that is not JSON, and a missing file, with one line", async () => {
+    const notJson = await seed("{ nope", "broken.json")
+    expect(notJson.code).toBe(1)
+    expect(notJson.stderr).toMatch(/broken\.json: is not valid JSON/)
+    const { code, stderr } = await run(process.execPath, [seedScript, join(dir, "absent.json")], {
+      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url }
+    }).then(() => ({ code: 0, stderr: "" }), (e: { code: number; stderr: string }) => e)
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/absent\.json: cannot be read \(ENOENT\)/)
+  })
+
+  it("accepts empty jwtSecrets, statuses and events lists", async () => {
+    const result = await seed({ organizations: [{ id: "org_empty", name: "Empty", jwtSecrets: [], statuses: [],
+      webhooks: [{ id: "wh_empty", url: "https://example.com/h", secret: "whsec_AAAA", events: [] }], boards: [] }] }, "empty.json")
+    expect(result.code).toBe(0)
+    const [hook] = await db.query((sql) => sql`SELECT events FROM webhook_endpoints WHERE id = 'wh_empty'`)
+    expect(hook).toEqual({ events: [] })
+  })
+})
