@@ -102,7 +102,7 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
   ])("refuses %s, naming its path, and writes nothing", async (_, mutate, path) => {
     const before = await snapshot()
     const f = full()
-    f.organizations[0]!.posts.push({ id: "p_new_should_not_exist", boardId: "b_feat", title: "New", content: "" })
+    f.organizations[0]!.posts!.push({ id: "p_new_should_not_exist", boardId: "b_feat", title: "New", content: "" })
     mutate(f)
     const result = await seed(f, "bad.json")
     expect(result.code).toBe(1)

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startServer, type TestServer } from "./support/server.js"
+
+let server: TestServer
+beforeAll(async () => {
+  server = await startServer({
+    PUBLIC_URL: "https://api.example.test",
+    DASHBOARD_ORIGIN: "https://dashboard.acme.test",
+    ROOT_DOMAIN: "example.test"
+  })
+})
+afterAll(() => server?.close())
+
+const boards = (origin?: string) =>
+  fetch(`${server.api}/boards?organizationId=org_x`, { headers: origin === undefined ? {} : { origin } })
+
+describe("CORS (spec §5, CONTRACT §4)", () => {
+  it.each([
+    "https://dashboard.acme.test",
+    "https://api.example.test",
+    "https://shop.example.test",
+    "https://a.b.c.example.test"
+  ])("echoes the allowed origin %s with Vary: Origin", async (origin) => {
+    const res = await boards(origin)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("access-control-allow-origin")).toBe(origin)
+    expect(res.headers.get("vary")).toMatch(/\bOrigin\b/i)
+  })
+
+  it.each([
+    "https://evilexample.test",
+    "https://example.test.evil.test",
+    "https://example.test",
+    "http://shop.example.test",
+    "https://shop.example.test:8443.evil.test",
+    "https://dashboard.acme.test.evil.test",
+    "null",
+    "https://shop.example.test/path"
+  ])("gives the look-alike or disallowed origin %s no Access-Control-Allow-Origin", async (origin) => {
+    const res = await boards(origin)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("access-control-allow-origin")).toBeNull()
+  })
+
+  it("leaves requests without an Origin header alone", async () => {
+    const res = await boards()
+    expect(res.status).toBe(200)
+    expect(res.headers.get("access-control-allow-origin")).toBeNull()
+    expect(await res.json()).toEqual([])
+  })
+
+  it("answers a preflight with 204, the methods, the headers and a max-age", async () => {
+    const res = await fetch(`${server.api}/feedback`, {
+      method: "OPTIONS",
+      headers: { origin: "https://shop.example.test", "access-control-request-method": "POST", "access-control-request-headers": "content-type" }
+    })
+    expect(res.status).toBe(204)
+    expect(res.headers.get("access-control-allow-origin")).toBe("https://shop.example.test")
+    expect(res.headers.get("access-control-allow-methods")).toBe("GET, POST, OPTIONS")
+    expect(res.headers.get("access-control-allow-headers")).toBe("content-type")
+    expect(res.headers.get("access-control-max-age")).toBe("600")
+  })
+
+  it("answers a preflight from a disallowed origin without allowing it", async () => {
+    const res = await fetch(`${server.api}/feedback`, {
+      method: "OPTIONS",
+      headers: { origin: "https://evilexample.test", "access-control-request-method": "POST" }
+    })
+    expect(res.headers.get("access-control-allow-origin")).toBeNull()
+  })
+})
+
+describe("CORS with an http PUBLIC_URL (local work)", () => {
+  let local: TestServer
+  beforeAll(async () => {
+    local = await startServer({ PUBLIC_URL: "http://localhost:3000", ROOT_DOMAIN: "localtest.me" })
+  })
+  afterAll(() => local?.close())
+
+  it("allows http subdomains too", async () => {
+    for (const origin of ["http://app.localtest.me", "https://app.localtest.me", "http://localhost:3000"]) {
+      const res = await fetch(`${local.api}/boards?organizationId=x`, { headers: { origin } })
+      expect(res.headers.get("access-control-allow-origin")).toBe(origin)
+    }
+  })
+})

@@ -1,0 +1,50 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { join } from "node:path"
+
+export const mainScript = join(import.meta.dirname, "..", "..", "packages", "server", "dist", "main.js")
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const probe = createServer()
+    probe.once("error", reject)
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address()
+      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))))
+    })
+  })
+
+export interface ServerProcess {
+  readonly child: ChildProcess
+  readonly origin: string
+  output: () => string
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>
+}
+
+/** `node packages/server/dist/main.js` with exactly `env` (plus PATH), as a process manager would run it. */
+export const spawnServer = (env: Record<string, string>, port: number): ServerProcess => {
+  const child = spawn(process.execPath, [mainScript], {
+    env: { PATH: process.env["PATH"] ?? "", HOST: "127.0.0.1", PORT: String(port), ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (d) => (out += d))
+  child.stderr!.on("data", (d) => (out += d))
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, origin: `http://127.0.0.1:${port}`, output: () => out, exited }
+}
+
+export const waitForHealth = async (origin: string, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      const res = await fetch(`${origin}/health`)
+      if (res.status === 200) return
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${origin} did not become healthy`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
