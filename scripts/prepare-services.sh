@@ -42,6 +42,13 @@ SRC
 if [ ! -f "$EXT_DIR/vector.control" ]; then build_pgvector; else log "pgvector present"; fi
 [ -f "$EXT_DIR/pg_trgm.control" ] || { log "pg_trgm missing: installing postgresql-contrib"; as_root apt-get install -y -qq "postgresql-contrib-${PG_VERSION}" >/dev/null || true; }
 
+# The /docs test renders the reference in a real browser, offline.
+if ! command -v chromium >/dev/null 2>&1; then
+  log "installing Debian's chromium (for the /docs test)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
   log "starting PostgreSQL"
   as_root pg_ctlcluster --skip-systemctl-redirect "$PG_VERSION" main start
