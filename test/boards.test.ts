@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { getJson, startSeededServer, type TestServer } from "./support/server.js"
+import { getJson, startSeededServer, useServer } from "./support/server.js"
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(baseFixture())
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(baseFixture()))
 
 describe("GET /boards", () => {
   it("lists public boards only, ordered by createdAt then id, with exactly the spec's fields", async () => {

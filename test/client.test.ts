@@ -1,14 +1,10 @@
 import { makeClient, NotFoundError } from "@hearken/api"
 import { Effect } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { startSeededServer, type TestServer } from "./support/server.js"
+import { startSeededServer, useServer } from "./support/server.js"
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(baseFixture())
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(baseFixture()))
 
 describe("the derived typed client", () => {
   it("round-trips all four endpoints and /health", async () => {

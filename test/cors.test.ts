@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startServer, type TestServer } from "./support/server.js"
+import { describe, expect, it } from "vitest"
+import { startServer, useServer } from "./support/server.js"
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startServer({
+const server = useServer(() => startServer({
     PUBLIC_URL: "https://api.example.test",
     DASHBOARD_ORIGIN: "https://dashboard.acme.test",
     ROOT_DOMAIN: "example.test"
-  })
-})
-afterAll(() => server?.close())
+  }))
 
 const boards = (origin?: string) =>
   fetch(`${server.api}/boards?organizationId=org_x`, { headers: origin === undefined ? {} : { origin } })
@@ -71,11 +67,7 @@ describe("CORS (spec §5, CONTRACT §4)", () => {
 })
 
 describe("CORS with an http PUBLIC_URL (local work)", () => {
-  let local: TestServer
-  beforeAll(async () => {
-    local = await startServer({ PUBLIC_URL: "http://localhost:3000", ROOT_DOMAIN: "localtest.me" })
-  })
-  afterAll(() => local?.close())
+  const local = useServer(() => startServer({ PUBLIC_URL: "http://localhost:3000", ROOT_DOMAIN: "localtest.me" }))
 
   it("allows http subdomains too", async () => {
     for (const origin of ["http://app.localtest.me", "https://app.localtest.me", "http://localhost:3000"]) {

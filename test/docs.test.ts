@@ -1,13 +1,9 @@
 import SwaggerParser from "@apidevtools/swagger-parser"
 import { chromium } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { getJson, startServer, type TestServer } from "./support/server.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { getJson, startServer, useServer } from "./support/server.js"
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startServer()
-})
-afterAll(() => server?.close())
+const server = useServer(() => startServer())
 
 const schemaOf = (doc: any, ref: { $ref?: string } & Record<string, unknown>) =>
   ref.$ref ? doc.components.schemas[ref.$ref.split("/").pop()!] : ref

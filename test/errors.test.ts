@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { getJson, postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { getJson, postJson, startSeededServer, useServer } from "./support/server.js"
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(baseFixture())
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(baseFixture()))
 
 const leaks = /at .*\.(js|ts):\d+|SELECT|INSERT|relation "|postgres|stack|Error:/i
 

@@ -1,17 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { postJson, startSeededServer, useServer } from "./support/server.js"
 
 const fixture = baseFixture()
 fixture.organizations[0]!.posts = [
   { id: "p_taken", boardId: "b_feat", title: "Taken", content: "<p>x</p>", slug: "dark-mode" }
 ]
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(fixture)
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(fixture))
 
 const post = (body: Record<string, unknown>) => postJson(`${server.api}/feedback`, body)
 const valid = { organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "<p>Please</p>" }

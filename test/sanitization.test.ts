@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { getJson, postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { getJson, postJson, startSeededServer, useServer } from "./support/server.js"
 
 /** Attacks that must never survive, in posts or in updates. */
 const corpus = [
@@ -39,11 +39,7 @@ fixture.organizations[0]!.updates = corpus.map((html, i) => ({
   publishedAt: `2026-01-01T00:00:${String(i).padStart(2, "0")}.000Z`
 }))
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(fixture)
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(fixture))
 
 const storedContent = async (id: string) => {
   const [row] = await server.db.query<{ content: string }>((sql) => sql`SELECT content FROM posts WHERE id = ${id}`)

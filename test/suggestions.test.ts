@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { postJson, startSeededServer, useServer } from "./support/server.js"
 
 const p = (id: string, title: string, content: string, extra: Record<string, unknown> = {}) =>
   ({ id, boardId: "b_feat", title, content, ...extra })
@@ -23,11 +23,7 @@ fixture.organizations[1]!.posts = [
   { id: "p_other_dark", boardId: "b_other", title: "Dark mode", content: "<p>dark mode please</p>" }
 ]
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(fixture)
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(fixture))
 
 const suggest = (body: Record<string, unknown>) =>
   postJson(`${server.api}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", content: "", ...body })

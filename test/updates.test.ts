@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { getJson, startSeededServer, type TestServer } from "./support/server.js"
+import { getJson, startSeededServer, useServer } from "./support/server.js"
 
 const fixture = baseFixture()
 fixture.organizations[0]!.updates = [
@@ -23,11 +23,7 @@ fixture.organizations[1]!.updates = [
   { id: "u_other", title: "Other org", slug: "other", content: "<p>x</p>", publishedAt: "2026-01-01T00:00:00.000Z" }
 ] as never
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(fixture)
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(fixture))
 
 describe("GET /updates", () => {
   it("returns published entries only, newest first, ties by id ascending", async () => {

@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { postJson, startSeededServer, useServer } from "./support/server.js"
 
-let server: TestServer
-beforeAll(async () => {
-  server = await startSeededServer(baseFixture())
-})
-afterAll(() => server?.close())
+const server = useServer(() => startSeededServer(baseFixture()))
 
 const feedback = { organizationId: "org_acme", boardId: "b_feat", title: "Valid title", content: "Valid content" }
 const suggestions = { organizationId: "org_acme", boardId: "b_feat", title: "Valid title", content: "Valid content" }

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from "vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { App } from "../../packages/server/dist/App.js"
@@ -85,4 +86,26 @@ export const startSeededServer = async (fixture: unknown, env: Record<string, st
   const file = join(dir, "fixture.json")
   await writeFile(file, JSON.stringify(fixture))
   return startServer({ SEED_FILE: file, ...env })
+}
+
+/**
+ * Starts a server before this file's tests and closes it after them. The
+ * returned object reads through to the running server.
+ */
+export const useServer = (start: () => Promise<TestServer>): TestServer => {
+  let current: TestServer | undefined
+  beforeAll(async () => {
+    current = await start()
+  })
+  afterAll(() => current?.close())
+  const get = () => {
+    if (current === undefined) throw new Error("the server is not started yet")
+    return current
+  }
+  return {
+    get origin() { return get().origin },
+    get api() { return get().api },
+    get db() { return get().db },
+    close: () => get().close()
+  }
 }

@@ -32,7 +32,8 @@ const Api = HttpApiBuilder.layer(HearkenApi, { openapiPath: "/docs/openapi.json"
 
 const Docs = HttpApiScalar.layer(HearkenApi, {
   path: "/docs",
-  scalar: { withDefaultFonts: false, hideDownloadButton: false } as never
+  // Scalar's default fonts come from its CDN; the page must work offline.
+  scalar: { withDefaultFonts: false }
 })
 
 const Routes = Layer.mergeAll(Api, Docs, Edge.cors, Edge.fallback, Edge.requestLog)

@@ -1,5 +1,5 @@
 import { DataValidationError, InternalServerError, RequestErrors } from "@hearken/api"
-import { Cause, Effect, Layer, Result } from "effect"
+import { ByteSize, Cause, Effect, Layer, Result } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { describeIssue } from "../issues.js"
@@ -54,7 +54,7 @@ export const layer = Layer.succeed(RequestErrors, (httpEffect) =>
     }
     return yield* httpEffect
   }).pipe(
-    Effect.provideService(HttpServerRequest.MaxBodySize, maxBodyBytes as never),
+    Effect.provideService(HttpServerRequest.MaxBodySize, ByteSize.bytes(maxBodyBytes)),
     Effect.catchCause((cause) => toEdgeFailure(cause))
   ))
 
