@@ -17,12 +17,14 @@ export interface TestServer {
 /**
  * The real server, in this process, listening on an ephemeral loopback port,
  * over a fresh PostgreSQL database. `env` is the environment it sees (no
- * `process.env`); `DATABASE_URL`, `PORT`, `HOST` and `LOG_LEVEL` are filled in.
+ * `process.env`); `DATABASE_URL`, `PORT`, `HOST`, `LOG_LEVEL` and a generous
+ * `RATE_LIMIT_MULTIPLIER` are filled in.
  */
 export const startServer = async (env: Record<string, string> = {}): Promise<TestServer> => {
   const db = await createDatabase()
   const provider = ConfigProvider.fromEnv({
-    env: { DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env }
+    // Tests other than the rate-limit ones send far more than 5 suggestions a minute from one address.
+    env: { DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000", ...env }
   })
   const scope = Effect.runSync(Scope.make())
   const layer = App.pipe(Layer.provide(ServerConfig.layer), Layer.provide(ConfigProvider.layer(provider)))

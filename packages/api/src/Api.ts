@@ -32,14 +32,45 @@ export class RequestErrors extends HttpApiMiddleware.Service<RequestErrors>()("h
   error: [DataValidationError, InternalServerError]
 }) {}
 
-const rateLimited = [RateLimitExceededError, RateLimitUnavailableError] as const
+/**
+ * Per-client-IP limits (spec §8). It runs before anything else on a widget
+ * route, so every request counts, whatever its body.
+ */
+export class RateLimit extends HttpApiMiddleware.Service<RateLimit>()("hearken/RateLimit", {
+  error: [RateLimitExceededError, RateLimitUnavailableError]
+}) {}
+
+const integerHeader = (description: string) => ({ description, schema: { type: "integer", minimum: 0 } })
+
+const rateLimitHeaders = {
+  "RateLimit-Limit": integerHeader("Requests allowed per minute for this endpoint and client IP"),
+  "RateLimit-Remaining": integerHeader("Requests left right now"),
+  "RateLimit-Reset": integerHeader("Seconds until the full budget is available again")
+}
+const retryAfter = { "Retry-After": integerHeader("Seconds to wait before retrying") }
+
+/** Documents the rate-limit headers that `RateLimit` puts on every widget response. */
+const documentRateLimitHeaders = (spec: Record<string, any>) => {
+  for (const [path, item] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
+    if (!path.startsWith(widgetPrefix)) continue
+    for (const operation of Object.values<Record<string, any>>(item)) {
+      for (const [status, response] of Object.entries<Record<string, any>>(operation["responses"] ?? {})) {
+        response["headers"] = {
+          ...response["headers"],
+          ...(status === "503" ? {} : rateLimitHeaders),
+          ...(status === "429" || status === "503" ? retryAfter : {})
+        }
+      }
+    }
+  }
+  return spec
+}
 
 export class WidgetGroup extends HttpApiGroup.make("widget")
   .add(
     HttpApiEndpoint.post("suggestions", "/suggestions", {
       payload: SuggestionsRequest,
-      success: Schema.Array(SuggestionMatch).check(Schema.isMaxLength(5)),
-      error: rateLimited
+      success: Schema.Array(SuggestionMatch).check(Schema.isMaxLength(5))
     }).annotateMerge(OpenApi.annotations({
       summary: "Suggest similar public posts for a draft",
       description: "Up to five public posts of the board similar to the draft. Rate limit: 5 per minute per IP."
@@ -47,29 +78,29 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
     HttpApiEndpoint.post("feedback", "/feedback", {
       payload: FeedbackRequest,
       success: CreatedPost,
-      error: [NotFoundError, UnauthorizedError, ...rateLimited]
+      error: [NotFoundError, UnauthorizedError]
     }).annotateMerge(OpenApi.annotations({
       summary: "Create a feedback post on a public board",
       description: "Rate limit: 20 per minute per IP."
     })),
     HttpApiEndpoint.get("boards", "/boards", {
       query: OrganizationQuery,
-      success: Schema.Array(Board),
-      error: rateLimited
+      success: Schema.Array(Board)
     }).annotateMerge(OpenApi.annotations({
       summary: "List the organization's public boards",
       description: "Ordered by createdAt, then id. Rate limit: 120 per minute per IP."
     })),
     HttpApiEndpoint.get("updates", "/updates", {
       query: OrganizationQuery,
-      success: Schema.Array(Update),
-      error: rateLimited
+      success: Schema.Array(Update)
     }).annotateMerge(OpenApi.annotations({
       summary: "List published changelog entries, newest first",
       description: "Rate limit: 120 per minute per IP."
     }))
   )
   .prefix(widgetPrefix)
+  .middleware(RequestErrors)
+  .middleware(RateLimit)
   .annotateMerge(OpenApi.annotations({ title: "Widget", description: "Public widget API, scoped by organization" }))
 {}
 
@@ -83,14 +114,15 @@ export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
       description: "200 when the database answers, 503 otherwise. Does not depend on Redis."
     }))
   )
+  .middleware(RequestErrors)
   .annotateMerge(OpenApi.annotations({ title: "System", description: "Operational endpoints" }))
 {}
 
 export class HearkenApi extends HttpApi.make("hearken")
   .add(WidgetGroup)
   .add(SystemGroup)
-  .middleware(RequestErrors)
   .annotateMerge(OpenApi.annotations({
+    transform: documentRateLimitHeaders,
     title: "Hearken widget API",
     version: "1.0.0",
     description: "Public HTTP API behind the embeddable feedback widget. No login; every route is scoped by organizationId and rate-limited per client IP."

@@ -11,6 +11,15 @@ export const Limits = {
   suggestions: 5
 } as const
 
+/** Requests per minute per client IP, by endpoint (spec §8). */
+export const RateLimits = {
+  boards: 120,
+  updates: 120,
+  feedback: 20,
+  suggestions: 5
+} as const
+export type RateLimitedEndpoint = keyof typeof RateLimits
+
 /** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */
 const noNul = Schema.makeFilter<string>((s) => !s.includes("\u0000"), { expected: "a string without NUL (U+0000) characters" })
 

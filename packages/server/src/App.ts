@@ -15,6 +15,8 @@ import * as Health from "./health/Health.js"
 import * as Edge from "./http/Edge.js"
 import * as RequestErrors from "./http/RequestErrors.js"
 import * as WidgetHandlers from "./http/WidgetHandlers.js"
+import * as RateLimitHttp from "./rate-limit/http.js"
+import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
 import { Updates } from "./updates/Updates.js"
@@ -27,7 +29,9 @@ const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, Updates.layer
 
 const Api = HttpApiBuilder.layer(HearkenApi, { openapiPath: "/docs/openapi.json" }).pipe(
   Layer.provide([WidgetHandlers.layer, Health.layer]),
-  Layer.provideMerge(RequestErrors.layer)
+  Layer.provideMerge(RequestErrors.layer),
+  Layer.provideMerge(RateLimitHttp.layer),
+  Layer.provide(RateLimiter.layer)
 )
 
 const Docs = HttpApiScalar.layer(HearkenApi, {

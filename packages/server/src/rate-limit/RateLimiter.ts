@@ -1,0 +1,102 @@
+import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
+import { Redis } from "ioredis"
+import { ServerConfig } from "../config.js"
+import { gcra, type GcraResult, redisScript } from "./gcra.js"
+
+export type Decision = Omit<GcraResult, "tat">
+
+/** The store could not answer (Redis down, or slower than the command timeout). */
+export class RateLimiterUnavailable extends Data.TaggedError("RateLimiterUnavailable")<{ readonly cause: unknown }> {}
+
+export const periodMs = 60_000
+/** Past this a Redis answer is too late: the request is refused with 503 instead of waiting. */
+export const redisTimeoutMs = 500
+const keyPrefix = "hearken:rl:"
+
+export class RateLimiter extends Context.Service<RateLimiter, {
+  /** Spends one request of `limit` per minute from `bucket`. */
+  readonly consume: (bucket: string, limit: number) => Effect.Effect<Decision, RateLimiterUnavailable>
+}>()("hearken/RateLimiter") {
+  /** In-process GCRA, the embedded default; expired buckets are swept every 30 s. */
+  static readonly layerMemory = Layer.effect(
+    RateLimiter,
+    Effect.gen(function*() {
+      const tats = new Map<string, number>()
+      const sweep = setInterval(() => {
+        const now = Date.now()
+        for (const [key, tat] of tats) if (tat <= now) tats.delete(key)
+      }, 30_000)
+      sweep.unref()
+      yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(sweep)))
+      return RateLimiter.of({
+        consume: (bucket, limit) =>
+          Effect.sync(() => {
+            const { tat, ...decision } = gcra(tats.get(bucket), Date.now(), limit, periodMs)
+            tats.set(bucket, tat)
+            return decision
+          })
+      })
+    })
+  )
+
+  /**
+   * GCRA in Redis: one atomic EVALSHA per request (ioredis falls back to EVAL
+   * after NOSCRIPT, e.g. when a restarted Redis lost its scripts). No offline
+   * queue and a 500 ms command timeout, so an absent or frozen Redis fails
+   * requests fast instead of piling them up; reconnection is automatic.
+   */
+  static readonly layerRedis = (url: Redacted.Redacted<string>) =>
+    Layer.effect(
+      RateLimiter,
+      Effect.gen(function*() {
+        const client = yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            const redis = new Redis(Redacted.value(url), {
+              enableOfflineQueue: false,
+              commandTimeout: redisTimeoutMs,
+              maxRetriesPerRequest: 0,
+              connectTimeout: 1_000,
+              retryStrategy: (attempt) => Math.min(100 * attempt, 1_000)
+            })
+            redis.defineCommand("hearkenGcra", { numberOfKeys: 1, lua: redisScript })
+            let lastLog = 0
+            redis.on("error", (error: Error) => {
+              // ioredis reports every failed reconnection; one line per 10 s is enough.
+              if (Date.now() - lastLog < 10_000) return
+              lastLog = Date.now()
+              Effect.runFork(Effect.logWarning(`Redis for rate limiting is unavailable: ${error.message}`))
+            })
+            return redis
+          }),
+          (redis) => Effect.sync(() => redis.disconnect())
+        )
+        const run = (client as unknown as {
+          hearkenGcra: (key: string, limit: number, period: number) => Promise<[number, number, number, number]>
+        }).hearkenGcra.bind(client)
+        return RateLimiter.of({
+          consume: (bucket, limit) =>
+            Effect.tryPromise({
+              try: () => run(keyPrefix + bucket, limit, periodMs),
+              catch: (cause) => new RateLimiterUnavailable({ cause })
+            }).pipe(
+              Effect.timeoutOrElse({
+                duration: redisTimeoutMs + 50,
+                orElse: () => Effect.fail(new RateLimiterUnavailable({ cause: "timeout" }))
+              }),
+              Effect.map(([allowed, remaining, resetMs, retryAfterMs]) => ({
+                allowed: allowed === 1,
+                remaining,
+                resetMs,
+                retryAfterMs
+              }))
+            )
+        })
+      })
+    )
+
+  /** Redis when `REDIS_URL` is set, else in-process. */
+  static readonly layer = Layer.unwrap(Effect.gen(function*() {
+    const config = yield* ServerConfig
+    return Option.match(config.redisUrl, { onNone: () => RateLimiter.layerMemory, onSome: RateLimiter.layerRedis })
+  }))
+}

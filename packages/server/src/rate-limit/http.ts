@@ -1,0 +1,58 @@
+import { RateLimit, RateLimitExceededError, RateLimits, RateLimitUnavailableError } from "@hearken/api"
+import { Effect, Layer } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ServerConfig } from "../config.js"
+import { bucketOf, clientAddress } from "./ClientIp.js"
+import { type Decision, RateLimiter } from "./RateLimiter.js"
+
+const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
+
+const headersOf = (limit: number, decision: Decision): Record<string, string> => ({
+  "ratelimit-limit": String(limit),
+  "ratelimit-remaining": String(decision.remaining),
+  "ratelimit-reset": String(seconds(decision.resetMs)),
+  ...(decision.allowed ? {} : { "retry-after": String(Math.max(1, seconds(decision.retryAfterMs))) })
+})
+
+const setHeaders = (headers: Record<string, string>) =>
+  HttpEffect.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+
+const unavailable = new RateLimitUnavailableError({ message: "Rate limiting is temporarily unavailable; retry shortly" })
+
+/**
+ * Spends one request from the caller's bucket (endpoint × client IP) before
+ * anything else happens, and puts `RateLimit-*` on whatever response follows.
+ */
+export const layer = Layer.effect(
+  RateLimit,
+  Effect.gen(function*() {
+    const limiter = yield* RateLimiter
+    const config = yield* ServerConfig
+    const limits: Record<string, number> = Object.fromEntries(
+      Object.entries(RateLimits).map(([endpoint, perMinute]) => [endpoint, Math.round(perMinute * config.rateLimitMultiplier)])
+    )
+    return (httpEffect, { endpoint }) =>
+      Effect.gen(function*() {
+        const limit = limits[endpoint.identifier]
+        if (limit === undefined) return yield* httpEffect
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const address = clientAddress(
+          request.peerAddress._tag === "Some" ? request.peerAddress.value : undefined,
+          request.headers["x-forwarded-for"],
+          config.trustProxy
+        )
+        const bucket = `${endpoint.identifier}:${address === undefined ? "unknown" : bucketOf(address)}`
+        const decision = yield* limiter.consume(bucket, limit).pipe(
+          Effect.catchTag("RateLimiterUnavailable", () =>
+            setHeaders({ "retry-after": "1" }).pipe(Effect.andThen(Effect.fail(unavailable))))
+        )
+        yield* setHeaders(headersOf(limit, decision))
+        if (!decision.allowed) {
+          return yield* new RateLimitExceededError({
+            message: `At most ${limit} requests per minute; retry in ${Math.max(1, seconds(decision.retryAfterMs))} s`
+          })
+        }
+        return yield* httpEffect
+      })
+  })
+)
