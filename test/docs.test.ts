@@ -58,8 +58,26 @@ describe("GET /docs/openapi.json", () => {
         expect(schema.properties._tag.enum ?? [schema.properties._tag.const]).toEqual([tag])
       }
     }
+    expect(Object.keys(doc.paths["/health"].get.responses).sort()).toEqual(["200", "400", "500", "503"])
     const internal = schemaOf(doc, doc.paths["/health"].get.responses["503"].content["application/json"].schema)
     expect(internal.properties._tag.enum ?? [internal.properties._tag.const]).toEqual(["ServiceUnavailableError"])
+  })
+})
+
+describe("rate-limit headers in GET /docs/openapi.json", () => {
+  it("are documented on every widget response, with Retry-After on 429 and 503", async () => {
+    const doc = (await getJson(`${server.origin}/docs/openapi.json`)).body
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const operation of Object.values<any>(item)) {
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          const headers = Object.keys(response.headers ?? {}).sort()
+          if (!path.startsWith("/api/widget/v1")) expect(headers).toEqual([])
+          else if (status === "503") expect(headers).toEqual(["Retry-After"])
+          else if (status === "429") expect(headers).toEqual(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"])
+          else expect(headers).toEqual(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"])
+        }
+      }
+    }
   })
 })
 

@@ -70,6 +70,19 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           }),
           (redis) => Effect.sync(() => redis.disconnect())
         )
+        // Without an offline queue, requests before the first connection would get 503:
+        // give Redis a moment at start-up, but never refuse to start without it.
+        yield* Effect.callback<void>((resume) => {
+          if (client.status === "ready") return resume(Effect.void)
+          const ready = () => resume(Effect.void)
+          client.once("ready", ready)
+          return Effect.sync(() => client.off("ready", ready))
+        }).pipe(
+          Effect.timeoutOrElse({
+            duration: "3 seconds",
+            orElse: () => Effect.logWarning("Redis is not reachable yet; rate-limited routes answer 503 until it is")
+          })
+        )
         const run = (client as unknown as {
           hearkenGcra: (key: string, limit: number, period: number) => Promise<[number, number, number, number]>
         }).hearkenGcra.bind(client)
