@@ -98,6 +98,7 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     ["an unknown key", (f: any) => { f.organizations[0].boards[1].visiblity = "public" }, "organizations[0].boards[1].visiblity"],
     ["a duplicate id", (f: any) => { f.organizations[0].posts[1].id = "p_1" }, "organizations[0].posts[1].id"],
     ["a bad webhook URL", (f: any) => { f.organizations[0].webhooks[0].url = "ftp://x" }, "organizations[0].webhooks[0].url"],
+    ["a JWT secret shorter than 32 bytes", (f: any) => { f.organizations[0].jwtSecrets = ["long-enough-secret-0123456789abcdef", "tooShortSecret"] }, "organizations[0].jwtSecrets[1]"],
     ["an id owned by another organization", (f: any) => { f.organizations[1].boards.push({ id: "b_feat", name: "x", slug: "x", visibility: "public" }) }, "organizations[1].boards[1].id"]
   ])("refuses %s, naming its path, and writes nothing", async (_, mutate, path) => {
     const before = await snapshot()
@@ -108,6 +109,7 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     expect(result.code).toBe(1)
     expect(result.stderr.trim().split("\n")).toHaveLength(1)
     expect(result.stderr).toContain(`${path}:`)
+    expect(result.stderr).not.toContain("tooShortSecret")
     expect(await snapshot()).toEqual(before)
     expect(await db.query((sql) => sql`SELECT id FROM posts WHERE id = 'p_new_should_not_exist'`)).toEqual([])
   })

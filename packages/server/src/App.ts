@@ -10,6 +10,8 @@ import { Sanitizer } from "./content/Sanitizer.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
 import { Importer } from "./fixtures/Importer.js"
+import { Contacts } from "./identity/Contacts.js"
+import { IdentityTokens } from "./identity/IdentityTokens.js"
 import { importConfiguredSeed } from "./fixtures/startup.js"
 import * as Health from "./health/Health.js"
 import * as Edge from "./http/Edge.js"
@@ -23,7 +25,7 @@ import { Updates } from "./updates/Updates.js"
 
 /** Every service, built once at start-up. */
 const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, Updates.layer, Importer.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer)),
+  Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer)),
   Layer.provideMerge(Sanitizer.layer)
 )
 

@@ -11,6 +11,8 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { Boards } from "../boards/Boards.js"
 import { Sanitizer, truncate } from "../content/Sanitizer.js"
+import { Contacts } from "../identity/Contacts.js"
+import { IdentityTokens } from "../identity/IdentityTokens.js"
 import { Posts } from "./Posts.js"
 
 export const excerptLength = 280
@@ -27,6 +29,8 @@ export class Feedback extends Context.Service<Feedback, {
       const boards = yield* Boards
       const posts = yield* Posts
       const sanitizer = yield* Sanitizer
+      const identity = yield* IdentityTokens
+      const contacts = yield* Contacts
 
       const create = Effect.fn("Feedback.create")(function*(request: FeedbackRequest) {
         const board = yield* boards.find(request.organizationId, request.boardId)
@@ -36,27 +40,31 @@ export class Feedback extends Context.Service<Feedback, {
         if (board.value.visibility !== "public") {
           return yield* new DataValidationError({ message: "boardId: feedback cannot be submitted to a private board" })
         }
-        if (request.token !== undefined) {
-          // Identity tokens arrive with their own issue; until then none verifies, and none is ignored.
-          return yield* new UnauthorizedError({ message: "token: identity tokens cannot be verified by this server" })
-        }
+        const claims = request.token === undefined
+          ? undefined
+          : yield* identity.verify(request.organizationId, request.token)
         const statusId = yield* posts.defaultStatus(request.organizationId)
         if (Option.isNone(statusId)) {
           return yield* new InternalServerError({ message: "The organization has no post statuses configured" })
         }
         const content = sanitizer.post(request.content)
         const id = randomUUID()
-        const inserted = yield* sql.withTransaction(posts.insert({
-          id,
-          organizationId: request.organizationId,
-          boardId: request.boardId,
-          title: request.title,
-          content,
-          excerpt: truncate(sanitizer.text(content), excerptLength),
-          visibility: "public",
-          statusId: statusId.value,
-          metadata: request.metadata ?? {},
-          source: "widget"
+        // The contact, its companies and the post commit together, or not at all.
+        const inserted = yield* sql.withTransaction(Effect.gen(function*() {
+          const contactId = claims === undefined ? null : yield* contacts.upsert(request.organizationId, claims)
+          return yield* posts.insert({
+            id,
+            organizationId: request.organizationId,
+            boardId: request.boardId,
+            title: request.title,
+            content,
+            excerpt: truncate(sanitizer.text(content), excerptLength),
+            visibility: "public",
+            statusId: statusId.value,
+            metadata: request.metadata ?? {},
+            source: "widget",
+            contactId
+          })
         })).pipe(Effect.orDie)
         return new CreatedPost({
           id,

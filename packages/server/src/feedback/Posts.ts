@@ -14,6 +14,8 @@ export interface NewPost {
   readonly statusId: string | null
   readonly metadata: Readonly<Record<string, string>>
   readonly source: "widget" | "import"
+  /** The identified contact, or null for an anonymous post. */
+  readonly contactId: string | null
   /** An explicit slug; otherwise one is derived from the title. */
   readonly slug?: string | undefined
   readonly createdAt?: string | undefined
@@ -53,10 +55,11 @@ export class Posts extends Context.Service<Posts, {
 
       const tryInsert = (post: NewPost, slug: string) =>
         sql<typeof InsertedPost.Type>`INSERT INTO posts
-            (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source, created_at, updated_at)
+            (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source,
+             contact_id, created_at, updated_at)
           VALUES (${post.id}, ${post.organizationId}, ${post.boardId}, ${post.title}, ${slug}, ${post.content},
             ${post.excerpt}, ${post.visibility}, ${post.statusId}, ${JSON.stringify(post.metadata)}::jsonb, ${post.source},
-            COALESCE(${post.createdAt ?? null}::timestamptz, now()), COALESCE(${post.createdAt ?? null}::timestamptz, now()))
+            ${post.contactId}, COALESCE(${post.createdAt ?? null}::timestamptz, now()), COALESCE(${post.createdAt ?? null}::timestamptz, now()))
           ON CONFLICT (organization_id, slug) DO NOTHING
           RETURNING slug, iso_ms(created_at) AS "createdAt"`
 

@@ -1,7 +1,9 @@
 import { Migrator } from "effect/sql"
 import initial from "./0001_initial.js"
+import contacts from "./0002_contacts.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
-  "0001_initial": initial
+  "0001_initial": initial,
+  "0002_contacts": contacts
 })

@@ -1,0 +1,40 @@
+import { Schema } from "effect"
+
+/** CONTRACT §5 claim values of custom fields. */
+const CustomFieldValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean, Schema.Null])
+const CustomFields = Schema.Record(Schema.String, CustomFieldValue)
+
+/** An external id: a non-empty string or a finite number, stored as its string form. */
+const ExternalId = Schema.Union([
+  Schema.String.check(Schema.isNonEmpty(), Schema.isMaxLength(255)),
+  Schema.Finite
+])
+
+/** A pragmatic address check: one `@`, no spaces, a dot in the domain. */
+const Email = Schema.String.check(Schema.makeFilter<string>(
+  (s) => s.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s),
+  { expected: "a valid email address" }
+))
+
+const HttpUrl = Schema.String.check(Schema.makeFilter<string>(
+  (s) => URL.canParse(s) && ["http:", "https:"].includes(new URL(s).protocol),
+  { expected: "an http(s) URL" }
+))
+
+const Company = Schema.Struct({
+  id: ExternalId,
+  name: Schema.optional(Schema.String),
+  customFields: Schema.optional(CustomFields)
+})
+
+/** The identity claims a verified token must carry. Other claims are ignored. */
+export const IdentityClaims = Schema.Struct({
+  email: Email,
+  id: Schema.optional(ExternalId),
+  name: Schema.optional(Schema.String),
+  avatarUrl: Schema.optional(HttpUrl),
+  customFields: Schema.optional(CustomFields),
+  companies: Schema.optional(Schema.Array(Company))
+})
+export type IdentityClaims = typeof IdentityClaims.Type
+export type CustomFields = typeof CustomFields.Type
