@@ -38,9 +38,12 @@ describe("GET /docs/openapi.json", () => {
     expect(feedback.properties.metadata.additionalProperties.maxLength).toBe(500)
     expect(JSON.stringify(feedback.properties.metadata)).toContain(`"propertyNames":{"type":"string","maxLength":64}`)
     expect(feedback.required.sort()).toEqual(["boardId", "content", "organizationId", "title"])
+    // Unknown fields are ignored, not refused.
+    expect(feedback.additionalProperties).toBeUndefined()
     const suggestions = schemaOf(doc, doc.paths["/api/widget/v1/suggestions"].post.requestBody.content["application/json"].schema)
     expect(suggestions.properties.title.maxLength).toBe(200)
     expect(suggestions.properties.content.maxLength).toBe(20_000)
+    expect(suggestions.additionalProperties).toBeUndefined()
     expect(doc.paths["/api/widget/v1/suggestions"].post.responses["200"].content["application/json"].schema.maxItems).toBe(5)
   })
 

@@ -49,8 +49,17 @@ const rateLimitHeaders = {
 }
 const retryAfter = { "Retry-After": integerHeader("Seconds to wait before retrying") }
 
-/** Documents the rate-limit headers that `RateLimit` puts on every widget response. */
-const documentRateLimitHeaders = (spec: Record<string, any>) => {
+/**
+ * What the generated document cannot know: the rate-limit headers that
+ * `RateLimit` puts on every widget response, and that request bodies may carry
+ * unknown fields (they are ignored, CONTRACT §4), which Effect would render as
+ * `additionalProperties: false`.
+ */
+const completeDocument = (spec: Record<string, any>) => {
+  for (const name of ["FeedbackRequest", "SuggestionsRequest"]) {
+    const schema = spec["components"]?.["schemas"]?.[name]
+    if (schema?.["additionalProperties"] === false) delete schema["additionalProperties"]
+  }
   for (const [path, item] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     if (!path.startsWith(widgetPrefix)) continue
     for (const operation of Object.values<Record<string, any>>(item)) {
@@ -122,7 +131,7 @@ export class HearkenApi extends HttpApi.make("hearken")
   .add(WidgetGroup)
   .add(SystemGroup)
   .annotateMerge(OpenApi.annotations({
-    transform: documentRateLimitHeaders,
+    transform: completeDocument,
     title: "Hearken widget API",
     version: "1.0.0",
     description: "Public HTTP API behind the embeddable feedback widget. No login; every route is scoped by organizationId and rate-limited per client IP."

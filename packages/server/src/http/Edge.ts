@@ -1,4 +1,4 @@
-import { Cause, Effect, Layer, Option } from "effect"
+import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 
@@ -57,5 +57,10 @@ export const cors = Layer.unwrap(Effect.gen(function*() {
 export const requestLog = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
   const debug = config.logLevel === "Debug" || config.logLevel === "Trace" || config.logLevel === "All"
-  return debug ? HttpRouter.middleware(HttpMiddleware.logger, { global: true }) : Layer.empty
+  return debug
+    ? HttpRouter.middleware(
+      (httpEffect) => HttpMiddleware.logger(httpEffect).pipe(Effect.provideService(References.CurrentLogLevel, "Debug")),
+      { global: true }
+    )
+    : Layer.empty
 }))
