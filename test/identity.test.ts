@@ -208,9 +208,9 @@ describe("identity tokens on POST /feedback (CONTRACT §5)", () => {
       avatarUrl: "https://example.com/n.png",
       customFields: { plan: "pro", seats: 1, admin: true }
     })
-    const [{ count }] = await server.db.query<{ count: number }>((sql) =>
+    const rows = await server.db.query<{ count: number }>((sql) =>
       sql`SELECT count(*)::int AS count FROM contacts WHERE external_id = 'merge-1'`)
-    expect(count).toBe(1)
+    expect(rows).toEqual([{ count: 1 }])
   })
 
   it("makes 20 concurrent first submissions by one person one contact with 20 posts", async () => {
