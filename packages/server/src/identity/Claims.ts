@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { HttpUrl } from "../content/schemas.js"
 
 /** CONTRACT §5 claim values of custom fields. */
 const CustomFieldValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean, Schema.Null])
@@ -16,10 +17,6 @@ const Email = Schema.String.check(Schema.makeFilter<string>(
   { expected: "a valid email address" }
 ))
 
-const HttpUrl = Schema.String.check(Schema.makeFilter<string>(
-  (s) => URL.canParse(s) && ["http:", "https:"].includes(new URL(s).protocol),
-  { expected: "an http(s) URL" }
-))
 
 const Company = Schema.Struct({
   id: ExternalId,

@@ -1,0 +1,7 @@
+import { Schema } from "effect"
+
+/** An absolute `http:` or `https:` URL. */
+export const HttpUrl = Schema.String.check(Schema.makeFilter<string>(
+  (s) => URL.canParse(s) && ["http:", "https:"].includes(new URL(s).protocol),
+  { expected: "an http(s) URL" }
+))
