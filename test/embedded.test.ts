@@ -1,8 +1,33 @@
+import { spawn } from "node:child_process"
 import { mkdtemp } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, spawnServer, waitForHealth } from "./support/process.js"
+
+describe("npm start, as the README says", () => {
+  it("serves /health and the demo boards with no DATABASE_URL", async () => {
+    const port = await freePort()
+    const root = join(import.meta.dirname, "..")
+    // Under `npm test`, npm_execpath is the npm that runs us; otherwise the one on the PATH.
+    const npm = process.env["npm_execpath"]
+    const command = npm === undefined ? ["npm", ["start"]] as const : [process.execPath, [npm, "start"]] as const
+    const child = spawn(command[0], command[1], {
+      cwd: root,
+      detached: true,
+      stdio: "ignore",
+      env: { PATH: process.env["PATH"] ?? "", PORT: String(port), HOST: "127.0.0.1", PGLITE_DIR: "memory" }
+    })
+    try {
+      await waitForHealth(`http://127.0.0.1:${port}`, 60_000)
+      const boards = await (await fetch(`http://127.0.0.1:${port}/api/widget/v1/boards?organizationId=org_demo`)).json()
+      expect(boards.map((b: { slug: string }) => b.slug)).toEqual(["feature-requests", "bug-reports"])
+    } finally {
+      // npm does not pass SIGTERM on to its child: signal the whole process group.
+      process.kill(-child.pid!, "SIGTERM")
+    }
+  }, 90_000)
+})
 
 describe("the embedded default: no DATABASE_URL", () => {
   let dir: string
