@@ -95,6 +95,17 @@ describe("GET /docs", () => {
     expect(html).toMatch(/withDefaultFonts["']?\s*:\s*false/)
   })
 
+  it("is served compressed to clients that accept it", async () => {
+    const { request } = await import("node:http")
+    const encoding = await new Promise<string | undefined>((resolve, reject) => {
+      request(`${server.origin}/docs`, { headers: { "accept-encoding": "gzip" } }, (res) => {
+        res.resume()
+        resolve(res.headers["content-encoding"])
+      }).on("error", reject).end()
+    })
+    expect(encoding).toBe("gzip")
+  })
+
   it("renders in a browser with every other origin cut off, and asks for nothing outside", async () => {
     const browser = await chromium.launch({
       executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",

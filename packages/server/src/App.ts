@@ -1,7 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { HearkenApi } from "@hearken/api"
 import { Effect, Layer, References } from "effect"
-import { HttpRouter } from "effect/http"
+import { HttpMiddleware, HttpPlatform, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
 import { Boards } from "./boards/Boards.js"
@@ -36,11 +36,18 @@ const Api = HttpApiBuilder.layer(HearkenApi, { openapiPath: "/docs/openapi.json"
   Layer.provide(RateLimiter.layer)
 )
 
+/** The reference UI: one page with Scalar's 3 MB bundle inlined, so it is served compressed. */
 const Docs = HttpApiScalar.layer(HearkenApi, {
   path: "/docs",
   // Scalar's default fonts come from its CDN; the page must work offline.
   scalar: { withDefaultFonts: false }
-})
+}).pipe(Layer.provide(
+  HttpRouter.middleware(Effect.gen(function*() {
+    const platform = yield* HttpPlatform.HttpPlatform
+    const compress = HttpMiddleware.compression()
+    return (httpEffect) => compress(httpEffect).pipe(Effect.provideService(HttpPlatform.HttpPlatform, platform))
+  })).layer
+))
 
 const Routes = Layer.mergeAll(Api, Docs, Edge.cors, Edge.fallback, Edge.requestLog)
 
