@@ -1,3 +1,4 @@
+import { connect } from "node:net"
 import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
 import { getJson, postJson, startSeededServer, useServer } from "./support/server.js"
@@ -42,6 +43,22 @@ describe("error edges", () => {
     }
     expect((await getJson(`${server.api}/boards?organizationId=org_acme`)).status).toBe(200)
   })
+
+  it("answers a client that never finishes its headers with 408 after about 10 s", async () => {
+    const { port } = new URL(server.origin)
+    const started = performance.now()
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => socket.write("GET /health HTTP/1.1\r\nHost: x\r\n"))
+      let text = ""
+      socket.on("data", (chunk) => (text += chunk))
+      socket.on("close", () => resolve(text))
+      socket.on("error", reject)
+    })
+    const seconds = (performance.now() - started) / 1000
+    expect(reply.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout")
+    expect(seconds).toBeGreaterThan(9)
+    expect(seconds).toBeLessThan(15)
+  }, 20_000)
 
   it("answers /health with 503 once the database is gone", async () => {
     await server.db.drop()

@@ -53,7 +53,13 @@ const Routes = Layer.mergeAll(Api, Docs, Edge.cors, Edge.fallback, Edge.requestL
 
 const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
-  return NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 5_000 }), {
+  // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s.
+  return NodeHttpServer.layer(() => createServer({
+    keepAliveTimeout: 5_000,
+    headersTimeout: 10_000,
+    requestTimeout: 30_000,
+    connectionsCheckingInterval: 2_000
+  }), {
     port: config.port,
     host: config.host,
     gracefulShutdownTimeout: "10 seconds"
