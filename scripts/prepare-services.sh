@@ -25,7 +25,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
   fi
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "postgresql-server-dev-${PG_VERSION}" make gcc >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "postgresql-server-dev-${PG_VERSION}" make gcc dpkg-dev >/dev/null
   local work
   work=$(mktemp -d)
   (
