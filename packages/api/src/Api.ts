@@ -123,7 +123,6 @@ export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
       description: "200 when the database answers, 503 otherwise. Does not depend on Redis."
     }))
   )
-  .middleware(RequestErrors)
   .annotateMerge(OpenApi.annotations({ title: "System", description: "Operational endpoints" }))
 {}
 
