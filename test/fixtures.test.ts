@@ -98,6 +98,7 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     ["an unknown key", (f: any) => { f.organizations[0].boards[1].visiblity = "public" }, "organizations[0].boards[1].visiblity"],
     ["a duplicate id", (f: any) => { f.organizations[0].posts[1].id = "p_1" }, "organizations[0].posts[1].id"],
     ["a bad webhook URL", (f: any) => { f.organizations[0].webhooks[0].url = "ftp://x" }, "organizations[0].webhooks[0].url"],
+    ["a NUL character in an id", (f: any) => { f.organizations[0].boards[0].id = "b\u0000x" }, "organizations[0].boards[0].id"],
     ["a JWT secret shorter than 32 bytes", (f: any) => { f.organizations[0].jwtSecrets = ["long-enough-secret-0123456789abcdef", "tooShortSecret"] }, "organizations[0].jwtSecrets[1]"],
     ["an id owned by another organization", (f: any) => { f.organizations[1].boards.push({ id: "b_feat", name: "x", slug: "x", visibility: "public" }) }, "organizations[1].boards[1].id"]
   ])("refuses %s, naming its path, and writes nothing", async (_, mutate, path) => {

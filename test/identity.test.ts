@@ -144,6 +144,13 @@ describe("identity tokens on POST /feedback (CONTRACT §5)", () => {
     await expect401(await sign({ companies: [{ name: "no id" }] }))
   })
 
+  it("refuses claims that PostgreSQL could not store (U+0000) with 401, not 500", async () => {
+    await expect401(await sign({ name: "A\u0000B" }), "token: claims: name: Expected a string without NUL (U+0000) characters")
+    await expect401(await sign({ customFields: { "k\u0000": "v" } }), "token: claims: customFields: Expected keys without NUL (U+0000) characters")
+    await expect401(await sign({ customFields: { k: "v\u0000" } }))
+    await expect401(await sign({ companies: [{ id: "c\u0000" }] }))
+  })
+
   it("refuses every token for an organization without secrets", async () => {
     const token = await sign({}, { aud: "org_nostatus" })
     const res = await postJson(`${server.api}/feedback`, { organizationId: "org_nostatus", boardId: "b_nostatus", title: "x", content: "", token })

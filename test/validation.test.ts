@@ -118,6 +118,12 @@ describe("POST /feedback metadata and token", () => {
     expect(res.body).toEqual({ _tag: "DataValidationError", message: "metadata: Expected keys of at most 64 code points" })
   })
 
+  it("metadata key: a NUL character is 400, never a silently dropped key", async () => {
+    const res = await send({ ...feedback, title: "NUL key", metadata: { "a\u0000b": "v", ok: "x" } })
+    expect(res.body).toEqual({ _tag: "DataValidationError", message: "metadata: Expected keys without NUL (U+0000) characters" })
+    expect(await server.db.query((sql) => sql`SELECT id FROM posts WHERE title = 'NUL key'`)).toEqual([])
+  })
+
   it("metadata value: 500 code points pass, 501 is 400", async () => {
     expect((await send({ ...feedback, metadata: { k: emoji.repeat(500) } })).status).toBe(200)
     expectInvalid(await send({ ...feedback, metadata: { k: "v".repeat(501) } }), "metadata.k")

@@ -46,22 +46,30 @@ export const FeedbackTitle = Title.check(
 )
 
 /**
- * Keys are checked on the whole record: a key schema on `Schema.Record` would
- * silently drop a key that is too long instead of refusing it.
+ * A string-keyed record from a client. Keys are checked on the record itself:
+ * a key schema on `Schema.Record` silently drops a key that fails it, which
+ * would lose data instead of refusing it. No key may contain U+0000, and none
+ * may be longer than `maxKeyCodePoints` when given.
  */
-const metadataKeysWithinLimit = Schema.makeFilter<Readonly<Record<string, string>>>(
-  (record) => {
-    const tooLong = Object.keys(record).some((key) => Array.from(key).length > Limits.metadataKey)
-    return tooLong ? `Expected keys of at most ${Limits.metadataKey} code points` : true
-  },
-  {
-    expected: `keys of at most ${Limits.metadataKey} code points`,
-    toJsonSchema: () => ({ propertyNames: { type: "string", maxLength: Limits.metadataKey } })
-  }
-)
+export const ClientRecord = <Value extends Schema.Top>(value: Value, maxKeyCodePoints?: number) =>
+  Schema.Record(Schema.String, value).check(Schema.makeFilter<Readonly<Record<string, unknown>>>(
+    (record) => {
+      for (const key of Object.keys(record)) {
+        if (key.includes("\u0000")) return "Expected keys without NUL (U+0000) characters"
+        if (maxKeyCodePoints !== undefined && Array.from(key).length > maxKeyCodePoints) {
+          return `Expected keys of at most ${maxKeyCodePoints} code points`
+        }
+      }
+      return true
+    },
+    {
+      expected: "keys without NUL characters" + (maxKeyCodePoints === undefined ? "" : `, of at most ${maxKeyCodePoints} code points`),
+      toJsonSchema: () => ({ propertyNames: { type: "string", ...(maxKeyCodePoints === undefined ? {} : { maxLength: maxKeyCodePoints }) } })
+    }
+  ))
 
-export const Metadata = Schema.Record(RequestString, maxCodePoints(Limits.metadataValue))
-  .check(Schema.isMaxProperties(Limits.metadataProperties), metadataKeysWithinLimit)
+export const Metadata = ClientRecord(maxCodePoints(Limits.metadataValue), Limits.metadataKey)
+  .check(Schema.isMaxProperties(Limits.metadataProperties))
   .annotate({ description: "string to string map: up to 20 properties, keys up to 64 and values up to 500 chars" })
 
 export const IdentityToken = maxCodePoints(Limits.token).annotate({

@@ -1,26 +1,26 @@
+import { ClientRecord, RequestString } from "@hearken/api"
 import { Schema } from "effect"
 import { HttpUrl } from "../content/schemas.js"
 
 /** CONTRACT §5 claim values of custom fields. */
-const CustomFieldValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean, Schema.Null])
-const CustomFields = Schema.Record(Schema.String, CustomFieldValue)
+const CustomFieldValue = Schema.Union([RequestString, Schema.Finite, Schema.Boolean, Schema.Null])
+const CustomFields = ClientRecord(CustomFieldValue)
 
 /** An external id: a non-empty string or a finite number, stored as its string form. */
 const ExternalId = Schema.Union([
-  Schema.String.check(Schema.isNonEmpty(), Schema.isMaxLength(255)),
+  RequestString.check(Schema.isNonEmpty(), Schema.isMaxLength(255)),
   Schema.Finite
 ])
 
 /** A pragmatic address check: one `@`, no spaces, a dot in the domain. */
-const Email = Schema.String.check(Schema.makeFilter<string>(
+const Email = RequestString.check(Schema.makeFilter<string>(
   (s) => s.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s),
   { expected: "a valid email address" }
 ))
 
-
 const Company = Schema.Struct({
   id: ExternalId,
-  name: Schema.optional(Schema.String),
+  name: Schema.optional(RequestString),
   customFields: Schema.optional(CustomFields)
 })
 
@@ -28,7 +28,7 @@ const Company = Schema.Struct({
 export const IdentityClaims = Schema.Struct({
   email: Email,
   id: Schema.optional(ExternalId),
-  name: Schema.optional(Schema.String),
+  name: Schema.optional(RequestString),
   avatarUrl: Schema.optional(HttpUrl),
   customFields: Schema.optional(CustomFields),
   companies: Schema.optional(Schema.Array(Company))
