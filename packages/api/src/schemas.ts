@@ -18,7 +18,6 @@ export const RateLimits = {
   feedback: 20,
   suggestions: 5
 } as const
-export type RateLimitedEndpoint = keyof typeof RateLimits
 
 /** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */
 const noNul = Schema.makeFilter<string>((s) => !s.includes("\u0000"), { expected: "a string without NUL (U+0000) characters" })

@@ -7,11 +7,14 @@ import { type Decision, RateLimiter } from "./RateLimiter.js"
 
 const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
 
+/** Whole seconds until a refused client may try again: never 0. */
+const retryAfterSeconds = (decision: Decision) => Math.max(1, seconds(decision.retryAfterMs))
+
 const headersOf = (limit: number, decision: Decision): Record<string, string> => ({
   "ratelimit-limit": String(limit),
   "ratelimit-remaining": String(decision.remaining),
   "ratelimit-reset": String(seconds(decision.resetMs)),
-  ...(decision.allowed ? {} : { "retry-after": String(Math.max(1, seconds(decision.retryAfterMs))) })
+  ...(decision.allowed ? {} : { "retry-after": String(retryAfterSeconds(decision)) })
 })
 
 const setHeaders = (headers: Record<string, string>) =>
@@ -49,7 +52,7 @@ export const layer = Layer.effect(
         yield* setHeaders(headersOf(limit, decision))
         if (!decision.allowed) {
           return yield* new RateLimitExceededError({
-            message: `At most ${limit} requests per minute; retry in ${Math.max(1, seconds(decision.retryAfterMs))} s`
+            message: `At most ${limit} requests per minute; retry in ${retryAfterSeconds(decision)} s`
           })
         }
         return yield* httpEffect
