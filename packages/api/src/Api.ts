@@ -19,6 +19,7 @@ import {
   SuggestionsRequest,
   Update
 } from "./schemas.js"
+import { openApiWebhooks } from "./webhooks.js"
 
 /** The prefix every widget route lives under (spec §9). */
 export const widgetPrefix = "/api/widget/v1"
@@ -51,9 +52,11 @@ const retryAfter = { "Retry-After": integerHeader("Seconds to wait before retryi
 
 /**
  * What the generated document cannot know: the rate-limit headers that
- * `RateLimit` puts on every widget response, and that request bodies may carry
+ * `RateLimit` puts on every widget response, that request bodies may carry
  * unknown fields (they are ignored, CONTRACT §4), which Effect would render as
- * `additionalProperties: false`.
+ * `additionalProperties: false`, and the `feedback.post.created` webhook
+ * (OpenAPI 3.1 top-level `webhooks`), derived from the schema the worker
+ * encodes with.
  */
 const completeDocument = (spec: Record<string, any>) => {
   for (const name of ["FeedbackRequest", "SuggestionsRequest"]) {
@@ -72,6 +75,9 @@ const completeDocument = (spec: Record<string, any>) => {
       }
     }
   }
+  const { schemas, webhooks } = openApiWebhooks()
+  spec["components"] = { ...spec["components"], schemas: { ...spec["components"]?.["schemas"], ...schemas } }
+  spec["webhooks"] = webhooks
   return spec
 }
 

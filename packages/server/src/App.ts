@@ -22,10 +22,13 @@ import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
 import { Updates } from "./updates/Updates.js"
+import { WebhookOutbox } from "./webhooks/Outbox.js"
+import { WebhookRepo } from "./webhooks/WebhookRepo.js"
+import { WebhookWorker } from "./webhooks/WebhookWorker.js"
 
 /** Every service, built once at start-up. */
 const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, Updates.layer, Importer.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer)),
+  Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layer, WebhookRepo.layer)),
   Layer.provideMerge(Sanitizer.layer)
 )
 
@@ -78,8 +81,17 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
   Layer.provideMerge(LogLevelLive)
 )
 
-/** The whole server: the database migrated and seeded first, then HTTP on `PORT`. Needs `ServerConfig`. */
-export const App = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-  Layer.provideMerge(HttpServerLive),
-  Layer.provide(Core)
-)
+/**
+ * The whole server: the database migrated and seeded first, then HTTP on
+ * `PORT` and, unless `WEBHOOK_WORKER=false`, the webhook worker. Needs `ServerConfig`.
+ */
+export const App = Layer.mergeAll(
+  HttpRouter.serve(Routes, { disableLogger: true }).pipe(Layer.provideMerge(HttpServerLive)),
+  WebhookWorker.layer
+).pipe(Layer.provide(Core))
+
+/** The migrated database and the log level, without the API: for workers and operator commands. */
+export const Tooling = Database.layer.pipe(Layer.provideMerge(LogLevelLive))
+
+/** `npm run worker`: webhook delivery alone, for dedicated worker processes. */
+export const Worker = WebhookWorker.layerAlways.pipe(Layer.provide(Tooling))

@@ -13,6 +13,7 @@ import { Boards } from "../boards/Boards.js"
 import { Sanitizer, truncate } from "../content/Sanitizer.js"
 import { Contacts } from "../identity/Contacts.js"
 import { IdentityTokens } from "../identity/IdentityTokens.js"
+import { WebhookOutbox } from "../webhooks/Outbox.js"
 import { Posts } from "./Posts.js"
 
 export const excerptLength = 280
@@ -31,6 +32,7 @@ export class Feedback extends Context.Service<Feedback, {
       const sanitizer = yield* Sanitizer
       const identity = yield* IdentityTokens
       const contacts = yield* Contacts
+      const outbox = yield* WebhookOutbox
 
       const create = Effect.fn("Feedback.create")(function*(request: FeedbackRequest) {
         const board = yield* boards.find(request.organizationId, request.boardId)
@@ -49,10 +51,11 @@ export class Feedback extends Context.Service<Feedback, {
         }
         const content = sanitizer.post(request.content)
         const id = randomUUID()
-        // The contact, its companies and the post commit together, or not at all.
+        const metadata = request.metadata ?? {}
+        // The contact, its companies, the post and its webhook event commit together, or not at all.
         const inserted = yield* sql.withTransaction(Effect.gen(function*() {
           const contactId = claims === undefined ? null : yield* contacts.upsert(request.organizationId, claims)
-          return yield* posts.insert({
+          const post = yield* posts.insert({
             id,
             organizationId: request.organizationId,
             boardId: request.boardId,
@@ -61,10 +64,22 @@ export class Feedback extends Context.Service<Feedback, {
             excerpt: truncate(sanitizer.text(content), excerptLength),
             visibility: "public",
             statusId: statusId.value,
-            metadata: request.metadata ?? {},
+            metadata,
             source: "widget",
             contactId
           })
+          yield* outbox.postCreated({
+            id,
+            slug: post.slug,
+            title: request.title,
+            boardId: request.boardId,
+            organizationId: request.organizationId,
+            createdAt: post.createdAt,
+            statusId: statusId.value,
+            contactId,
+            metadata
+          })
+          return post
         })).pipe(Effect.orDie)
         return new CreatedPost({
           id,

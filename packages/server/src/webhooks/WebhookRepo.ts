@@ -1,0 +1,254 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+
+/** A delivery a worker holds under a lease, with what it needs to send it. */
+export interface ClaimedDelivery {
+  readonly id: string
+  /** Attempts made before this one. */
+  readonly attempts: number
+  readonly leaseToken: string
+  /** The `webhook-id`. */
+  readonly messageId: string
+  readonly body: string
+  readonly endpointId: string
+  readonly url: string
+  readonly secret: string
+}
+
+/** How one attempt ends for the delivery row. */
+export interface Completion {
+  readonly status: "pending" | "succeeded" | "failed"
+  readonly nowMs: number
+  /** When `status` is pending: when the next attempt is due. */
+  readonly nextAttemptMs?: number | undefined
+  readonly httpStatus: number | null
+  readonly error: string | null
+  readonly response: string | null
+}
+
+export interface FailedDelivery {
+  readonly id: string
+  readonly messageId: string
+  readonly endpointId: string
+  readonly url: string
+  readonly attempts: number
+  readonly lastStatus: number | null
+  readonly lastError: string | null
+  readonly lastResponse: string | null
+  readonly failedAt: string
+}
+
+/** A failed attempt's effect on its endpoint. */
+export interface EndpointStreak {
+  readonly consecutiveFailures: number
+  /** The endpoint was paused by this very failure. */
+  readonly newlyPaused: boolean
+}
+
+export interface PausePolicy {
+  /** Consecutive failed attempts that may pause an endpoint… */
+  readonly failures: number
+  /** …once the first of them is at least this old. */
+  readonly stretchMs: number
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+type Sql = SqlClient.SqlClient
+type Q<A> = Effect.Effect<A, SqlError.SqlError>
+
+/** Every statement on `webhook_endpoints`, `webhook_events` and `webhook_deliveries`. */
+export class WebhookRepo extends Context.Service<WebhookRepo, {
+  /** Fixture import: inserts or updates an endpoint; yields no row when the id belongs to another organization. */
+  readonly upsertEndpoint: (organizationId: string, endpoint: {
+    readonly id: string
+    readonly url: string
+    readonly secret: string
+    readonly events: ReadonlyArray<string>
+  }) => Q<ReadonlyArray<{ readonly id: string }>>
+  /**
+   * The outbox write, inside the caller's transaction: the event and one
+   * delivery per endpoint of the organization subscribed to `type`. Nothing
+   * when none is. Yields the number of deliveries.
+   */
+  readonly enqueue: (event: {
+    readonly id: string
+    readonly organizationId: string
+    readonly type: string
+    readonly body: string
+  }) => Q<number>
+  /** Leases up to `limit` due deliveries of endpoints that are not paused (`FOR UPDATE SKIP LOCKED`). */
+  readonly claim: (nowMs: number, limit: number, leaseMs: number, token: string) => Q<ReadonlyArray<ClaimedDelivery>>
+  /** Records one attempt, if the lease is still ours; yields whether it was. */
+  readonly complete: (delivery: ClaimedDelivery, completion: Completion) => Q<boolean>
+  /** A success ends the endpoint's failure streak. */
+  readonly endpointSucceeded: (endpointId: string) => Q<void>
+  /** A failed attempt extends the streak, and pauses the endpoint under `policy`. */
+  readonly endpointFailed: (endpointId: string, nowMs: number, policy: PausePolicy) => Q<EndpointStreak>
+  /** Gives a delivery back at once (the worker is stopping mid-attempt). */
+  readonly releaseLease: (delivery: ClaimedDelivery) => Q<void>
+  readonly listFailed: (limit: number) => Q<ReadonlyArray<FailedDelivery>>
+  /**
+   * Queues a failed or succeeded delivery again, with a fresh set of
+   * attempts and the same message; one still on its way is left alone.
+   */
+  readonly redeliver: (deliveryId: string) => Q<
+    { readonly messageId: string; readonly previous: string; readonly queued: boolean } | undefined
+  >
+  /** Unpauses an endpoint; its held deliveries are due at once, each with a fresh set of attempts. */
+  readonly resume: (endpointId: string) => Q<{ readonly wasPaused: boolean; readonly released: number } | undefined>
+  /** Wakes every listening worker. */
+  readonly notify: Q<void>
+}>()("hearken/WebhookRepo") {
+  static readonly layer = Layer.effect(
+    WebhookRepo,
+    Effect.gen(function*() {
+      const sql: Sql = yield* SqlClient.SqlClient
+
+      const upsertEndpoint = (organizationId: string, endpoint: {
+        readonly id: string
+        readonly url: string
+        readonly secret: string
+        readonly events: ReadonlyArray<string>
+      }) =>
+        sql<{ id: string }>`INSERT INTO webhook_endpoints (id, organization_id, url, secret, events)
+          VALUES (${endpoint.id}, ${organizationId}, ${endpoint.url}, ${endpoint.secret},
+            ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(endpoint.events)}::jsonb)))
+          ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, events = EXCLUDED.events
+          WHERE webhook_endpoints.organization_id = EXCLUDED.organization_id
+          RETURNING id`
+
+      const enqueue = (event: { readonly id: string; readonly organizationId: string; readonly type: string; readonly body: string }) =>
+        sql<{ count: number }>`WITH endpoints AS (
+            SELECT id, paused_at FROM webhook_endpoints
+            WHERE organization_id = ${event.organizationId} AND ${event.type} = ANY (events)
+          ), event AS (
+            INSERT INTO webhook_events (id, organization_id, type, body)
+            SELECT ${event.id}, ${event.organizationId}, ${event.type}, ${event.body}
+            WHERE EXISTS (SELECT 1 FROM endpoints)
+            RETURNING id
+          ), deliveries AS (
+            INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status)
+            SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), event.id, endpoints.id,
+              CASE WHEN endpoints.paused_at IS NULL THEN 'pending' ELSE 'held' END
+            FROM event, endpoints
+            RETURNING 1
+          )
+          SELECT count(*)::int AS count FROM deliveries`.pipe(Effect.map((rows) => rows[0]?.count ?? 0))
+
+      const claim = (nowMs: number, limit: number, leaseMs: number, token: string) =>
+        sql<ClaimedDelivery>`WITH due AS (
+            SELECT d.id FROM webhook_deliveries d
+            JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.paused_at IS NULL
+            WHERE d.status = 'pending' AND d.next_attempt_at <= ${iso(nowMs)}::timestamptz
+              AND (d.lease_until IS NULL OR d.lease_until <= ${iso(nowMs)}::timestamptz)
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT ${limit}
+            FOR UPDATE OF d SKIP LOCKED
+          )
+          UPDATE webhook_deliveries d
+          SET lease_until = ${iso(nowMs + leaseMs)}::timestamptz, lease_token = ${token}
+          FROM due, webhook_events ev, webhook_endpoints e
+          WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+          RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
+            e.id AS "endpointId", e.url, e.secret`
+
+      const complete = (delivery: ClaimedDelivery, c: Completion) =>
+        sql<{ id: string }>`UPDATE webhook_deliveries SET
+            status = ${c.status},
+            attempts = attempts + 1,
+            next_attempt_at = COALESCE(${c.nextAttemptMs === undefined ? null : iso(c.nextAttemptMs)}::timestamptz, next_attempt_at),
+            lease_until = NULL,
+            lease_token = NULL,
+            last_attempt_at = ${iso(c.nowMs)}::timestamptz,
+            last_status = ${c.httpStatus},
+            last_error = ${c.error},
+            last_response = ${c.response},
+            completed_at = ${c.status === "pending" ? null : iso(c.nowMs)}::timestamptz
+          WHERE id = ${delivery.id} AND lease_token = ${delivery.leaseToken}
+          RETURNING id`.pipe(Effect.map((rows) => rows.length === 1))
+
+      const endpointSucceeded = (endpointId: string) =>
+        sql`UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL
+          WHERE id = ${endpointId} AND consecutive_failures > 0`.pipe(Effect.asVoid)
+
+      const endpointFailed = (endpointId: string, nowMs: number, policy: PausePolicy) => {
+        const now = iso(nowMs)
+        return sql<EndpointStreak>`UPDATE webhook_endpoints SET
+            consecutive_failures = consecutive_failures + 1,
+            failing_since = COALESCE(failing_since, ${now}::timestamptz),
+            paused_at = CASE
+              WHEN paused_at IS NULL AND consecutive_failures + 1 >= ${policy.failures}
+                AND COALESCE(failing_since, ${now}::timestamptz) <= ${iso(nowMs - policy.stretchMs)}::timestamptz
+              THEN ${now}::timestamptz ELSE paused_at END
+          WHERE id = ${endpointId}
+          RETURNING consecutive_failures AS "consecutiveFailures", COALESCE(paused_at = ${now}::timestamptz, false) AS "newlyPaused"`.pipe(
+            Effect.tap((rows): Q<unknown> =>
+              rows[0]?.newlyPaused === true
+                ? sql`UPDATE webhook_deliveries SET status = 'held'
+                    WHERE endpoint_id = ${endpointId} AND status = 'pending' AND lease_token IS NULL`
+                : Effect.void
+            ),
+            Effect.map((rows) => rows[0] ?? { consecutiveFailures: 0, newlyPaused: false })
+          )
+      }
+
+      const releaseLease = (delivery: ClaimedDelivery) =>
+        sql`UPDATE webhook_deliveries SET lease_until = NULL, lease_token = NULL
+          WHERE id = ${delivery.id} AND lease_token = ${delivery.leaseToken}`.pipe(Effect.asVoid)
+
+      const listFailed = (limit: number) =>
+        sql<FailedDelivery>`SELECT d.id, d.event_id AS "messageId", d.endpoint_id AS "endpointId", e.url, d.attempts,
+            d.last_status AS "lastStatus", d.last_error AS "lastError", d.last_response AS "lastResponse",
+            iso_ms(d.completed_at) AS "failedAt"
+          FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          WHERE d.status = 'failed'
+          ORDER BY d.completed_at DESC, d.id
+          LIMIT ${limit}`
+
+      const redeliver = (deliveryId: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const [row] = yield* sql<{ messageId: string; status: string; paused: boolean }>`SELECT d.event_id AS "messageId",
+              d.status, e.paused_at IS NOT NULL AS paused
+            FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+            WHERE d.id = ${deliveryId} FOR UPDATE OF d`
+          if (row === undefined) return undefined
+          // A pending or held delivery is still on its way: queueing it again could send it twice.
+          if (row.status === "pending" || row.status === "held") return { messageId: row.messageId, previous: row.status, queued: false }
+          yield* sql`UPDATE webhook_deliveries SET status = ${row.paused ? "held" : "pending"}, attempts = 0,
+              next_attempt_at = '-infinity', lease_until = NULL, lease_token = NULL, completed_at = NULL
+            WHERE id = ${deliveryId}`
+          return { messageId: row.messageId, previous: row.status, queued: true }
+        }))
+
+      const resume = (endpointId: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const [endpoint] = yield* sql<{ wasPaused: boolean }>`UPDATE webhook_endpoints e
+            SET paused_at = NULL, consecutive_failures = 0, failing_since = NULL
+            FROM webhook_endpoints old
+            WHERE e.id = ${endpointId} AND old.id = e.id
+            RETURNING old.paused_at IS NOT NULL AS "wasPaused"`
+          if (endpoint === undefined) return undefined
+          const released = yield* sql`UPDATE webhook_deliveries
+            SET status = 'pending', attempts = 0, next_attempt_at = '-infinity'
+            WHERE endpoint_id = ${endpointId} AND status = 'held'
+            RETURNING 1`
+          return { wasPaused: endpoint.wasPaused, released: released.length }
+        }))
+
+      return WebhookRepo.of({
+        upsertEndpoint,
+        enqueue,
+        claim,
+        complete,
+        endpointSucceeded,
+        endpointFailed,
+        releaseLease,
+        listFailed,
+        redeliver,
+        resume,
+        notify: sql`SELECT pg_notify('hearken_webhooks', '')`.pipe(Effect.asVoid)
+      })
+    })
+  )
+}
