@@ -174,15 +174,19 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
 
       const endpointFailed = (endpointId: string, nowMs: number, policy: PausePolicy) => {
         const now = iso(nowMs)
-        return sql<EndpointStreak>`UPDATE webhook_endpoints SET
-            consecutive_failures = consecutive_failures + 1,
-            failing_since = COALESCE(failing_since, ${now}::timestamptz),
+        // The old row is read under its lock, so of concurrent failures exactly one sees the pause happen.
+        return sql<EndpointStreak>`UPDATE webhook_endpoints e SET
+            consecutive_failures = old.consecutive_failures + 1,
+            failing_since = COALESCE(old.failing_since, ${now}::timestamptz),
             paused_at = CASE
-              WHEN paused_at IS NULL AND consecutive_failures + 1 >= ${policy.failures}
-                AND COALESCE(failing_since, ${now}::timestamptz) <= ${iso(nowMs - policy.stretchMs)}::timestamptz
-              THEN ${now}::timestamptz ELSE paused_at END
-          WHERE id = ${endpointId}
-          RETURNING consecutive_failures AS "consecutiveFailures", COALESCE(paused_at = ${now}::timestamptz, false) AS "newlyPaused"`.pipe(
+              WHEN old.paused_at IS NULL AND old.consecutive_failures + 1 >= ${policy.failures}
+                AND COALESCE(old.failing_since, ${now}::timestamptz) <= ${iso(nowMs - policy.stretchMs)}::timestamptz
+              THEN ${now}::timestamptz ELSE old.paused_at END
+          FROM (SELECT id, consecutive_failures, failing_since, paused_at FROM webhook_endpoints
+                WHERE id = ${endpointId} FOR UPDATE) old
+          WHERE e.id = old.id
+          RETURNING e.consecutive_failures AS "consecutiveFailures",
+            (old.paused_at IS NULL AND e.paused_at IS NOT NULL) AS "newlyPaused"`.pipe(
             Effect.tap((rows): Q<unknown> =>
               rows[0]?.newlyPaused === true
                 ? sql`UPDATE webhook_deliveries SET status = 'held'
