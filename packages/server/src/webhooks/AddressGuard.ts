@@ -29,11 +29,11 @@ const v6 = (address: string): bigint => {
 }
 
 const ipv4Ranges: ReadonlyArray<Range> = ([
-  ["0.0.0.0", 8, "unspecified (this network)"],
+  ["0.0.0.0", 8, "unspecified"],
   ["10.0.0.0", 8, "private"],
-  ["100.64.0.0", 10, "CGNAT (shared address space)"],
+  ["100.64.0.0", 10, "CGNAT shared address space"],
   ["127.0.0.0", 8, "loopback"],
-  ["169.254.0.0", 16, "link-local (cloud metadata)"],
+  ["169.254.0.0", 16, "link-local, cloud metadata"],
   ["172.16.0.0", 12, "private"],
   ["192.0.0.0", 24, "IETF protocol assignments"],
   ["192.0.2.0", 24, "documentation"],
@@ -57,7 +57,7 @@ const ipv6Ranges: ReadonlyArray<Range> = ([
   ["2001:db8::", 32, "documentation"],
   ["3fff::", 20, "documentation"],
   ["5f00::", 16, "segment routing"],
-  ["fc00::", 7, "private (unique local)"],
+  ["fc00::", 7, "unique local, private"],
   ["fe80::", 10, "link-local"],
   ["fec0::", 10, "site-local"],
   ["ff00::", 8, "multicast"]

@@ -71,7 +71,8 @@ export class WebhookTransport extends Context.Service<WebhookTransport, {
           for (const { address } of addresses) {
             const range = blockedRange(address)
             if (range !== undefined) {
-              return { _tag: "Refused", reason: `${host} resolves to ${address}, a ${range} address` } as const
+              const where = address === host ? address : `${host} resolves to ${address}, which`
+              return { _tag: "Refused", reason: `${where} is in a blocked range (${range})` } as const
             }
           }
         }
