@@ -2,7 +2,10 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { join } from "node:path"
 
-export const mainScript = join(import.meta.dirname, "..", "..", "packages", "server", "dist", "main.js")
+const dist = join(import.meta.dirname, "..", "..", "packages", "server", "dist")
+export const mainScript = join(dist, "main.js")
+export const workerScript = join(dist, "worker.js")
+export const webhooksCliScript = join(dist, "webhooks-cli.js")
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -23,9 +26,13 @@ export interface ServerProcess {
 }
 
 /** `node packages/server/dist/main.js` with exactly `env` (plus PATH), as a process manager would run it. */
-export const spawnServer = (env: Record<string, string>, port: number): ServerProcess => {
-  const child = spawn(process.execPath, [mainScript], {
-    env: { PATH: process.env["PATH"] ?? "", HOST: "127.0.0.1", PORT: String(port), ...env },
+export const spawnServer = (env: Record<string, string>, port: number): ServerProcess =>
+  spawnScript(mainScript, [], { HOST: "127.0.0.1", PORT: String(port), ...env }, port)
+
+/** `node SCRIPT ARGS…` with exactly `env` (plus PATH). */
+export const spawnScript = (script: string, args: ReadonlyArray<string>, env: Record<string, string>, port = 0): ServerProcess => {
+  const child = spawn(process.execPath, [script, ...args], {
+    env: { PATH: process.env["PATH"] ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""
