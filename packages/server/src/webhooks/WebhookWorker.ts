@@ -16,8 +16,11 @@ export const pausePolicy: PausePolicy = { failures: 50, stretchMs: 60 * 60_000 }
 /** A lease outlives any attempt (bounded by the timeout) and the write of its outcome. */
 export const leaseMs = (timeoutMs: number) => 2 * timeoutMs + 10_000
 
-/** Writes of an outcome survive a dropped connection: they are idempotent (id and lease token). */
-const persist = Effect.retry({ schedule: Schedule.exponential("50 millis"), times: 6 })
+/**
+ * Writes of an outcome survive a dropped connection: they are idempotent (id
+ * and lease token). 6.35 s of retries in all, well inside what is left of a lease.
+ */
+const persist = Effect.retry({ schedule: Schedule.exponential("50 millis"), times: 7 })
 
 const httpStatus = (result: AttemptResult) => result._tag === "Answered" ? result.status : null
 const responseExcerpt = (result: AttemptResult) => result._tag === "Answered" ? result.excerpt : null

@@ -1,0 +1,86 @@
+import { afterAll, describe, expect, it } from "vitest"
+import { adminUrl } from "./support/database.js"
+import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
+import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { Reactivity } from "effect/reactivity"
+
+const receiver = await Receiver.start()
+afterAll(() => receiver.close())
+
+const server = useServer(() =>
+  startSeededServer(
+    { organizations: [webhookOrganization("org_chaos", [endpoint("wh_chaos", receiver.url("/chaos"))])] },
+    { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_RETRY_BASE_MS: "100", WEBHOOK_TIMEOUT_MS: "2000", LOG_LEVEL: "none" }
+  )
+)
+
+/** Kills every connection to the test database but its own, every `everyMs`, until stopped. */
+const terminator = async (database: string, everyMs: number) => {
+  let stopped = false
+  let kills = 0
+  const loop = Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+    while (!stopped) {
+      const rows = yield* sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = ${database} AND pid <> pg_backend_pid()`
+      kills += rows.length
+      yield* Effect.sleep(everyMs)
+    }
+  }).pipe(
+    Effect.scoped,
+    Effect.provide(PgClient.layer({ url: Redacted.make(adminUrl), maxConnections: 1 })),
+    Effect.provide(Reactivity.layer)
+  )
+  const done = Effect.runPromise(loop)
+  return { stop: async () => (stopped = true, await done, kills) }
+}
+
+describe("webhooks while PostgreSQL connections are killed", () => {
+  it("gives every post acknowledged with 200 exactly one message, and loses none", async () => {
+    const chaos = await terminator(server.db.name, 200)
+    const acknowledged: Array<string> = []
+    const statuses: Record<number, number> = {}
+    for (let round = 0; round < 40; round++) {
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) =>
+        postJson(`${server.api}/feedback`, { organizationId: "org_chaos", boardId: "b_org_chaos", title: `Chaos ${round}.${i}`, content: "" })
+      ))
+      for (const res of results) {
+        statuses[res.status] = (statuses[res.status] ?? 0) + 1
+        if (res.status === 200) acknowledged.push(res.body.id)
+        // Anything else is a clean failure, never a leak.
+        else expect(res.body).toEqual({ _tag: "InternalServerError", message: "Internal server error" })
+      }
+    }
+    const kills = await chaos.stop()
+    expect(kills).toBeGreaterThan(10)
+    expect(acknowledged.length).toBeGreaterThan(120)
+
+    // Everything settles: no delivery is left pending once the connections stay up.
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      const [row] = await server.db.query((sql) =>
+        sql`SELECT count(*)::int AS pending FROM webhook_deliveries WHERE status <> 'succeeded'`
+      )
+      if (row!["pending"] === 0) break
+      if (Date.now() > deadline) throw new Error(`deliveries still pending: ${JSON.stringify(row)}`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    await new Promise((r) => setTimeout(r, 500))
+
+    const received = receiver.at("/chaos").map((r) => ({ id: String(r.headers["webhook-id"]), post: JSON.parse(r.body).data.id as string }))
+    const stored = (await server.db.query((sql) => sql`SELECT id FROM posts WHERE organization_id = 'org_chaos'`)).map((r) => r["id"] as string)
+    const events = await server.db.query((sql) =>
+      sql`SELECT body::jsonb -> 'data' ->> 'id' AS post FROM webhook_events WHERE organization_id = 'org_chaos'`
+    )
+
+    // No message twice, and one message for every stored post: the outbox commits with the post.
+    expect(new Set(received.map((r) => r.id)).size).toBe(received.length)
+    expect(received.map((r) => r.post).sort()).toEqual([...stored].sort())
+    expect(events.map((e) => e["post"]).sort()).toEqual([...stored].sort())
+    // Every acknowledged post is stored, and got its one message.
+    for (const id of acknowledged) expect(received.filter((r) => r.post === id)).toHaveLength(1)
+    console.log(`chaos: ${kills} connections killed; answers ${JSON.stringify(statuses)}; ${received.length} messages for ${stored.length} posts`)
+  }, 90_000)
+})
