@@ -68,6 +68,28 @@ describe("GET /docs/openapi.json", () => {
   })
 })
 
+describe("the feedback.post.created webhook in GET /docs/openapi.json", () => {
+  it("is in the top-level webhooks map, with its body schema, the signature headers and the answers", async () => {
+    const doc = (await getJson(`${server.origin}/docs/openapi.json`)).body
+    expect(doc.openapi).toMatch(/^3\.1\./)
+    expect(Object.keys(doc.webhooks)).toEqual(["feedback.post.created"])
+    const operation = doc.webhooks["feedback.post.created"].post
+    expect(operation.parameters.map((p: any) => [p.name, p.in, p.required])).toEqual([
+      ["webhook-id", "header", true],
+      ["webhook-timestamp", "header", true],
+      ["webhook-signature", "header", true]
+    ])
+    expect(Object.keys(operation.responses).sort()).toEqual(["2XX", "408", "429", "5XX", "default"])
+    const event = schemaOf(doc, operation.requestBody.content["application/json"].schema)
+    expect(event.required).toEqual(["type", "timestamp", "data"])
+    expect(event.properties.type.enum).toEqual(["feedback.post.created"])
+    const data = schemaOf(doc, event.properties.data)
+    expect(data.required).toEqual(["id", "slug", "title", "boardId", "organizationId", "createdAt", "statusId", "contactId", "metadata"])
+    expect(data.properties.contactId.anyOf).toEqual([{ type: "string" }, { type: "null" }])
+    expect(data.properties.metadata).toEqual({ type: "object", additionalProperties: { type: "string" } })
+  })
+})
+
 describe("rate-limit headers in GET /docs/openapi.json", () => {
   it("are documented on every widget response, with Retry-After on 429 and 503", async () => {
     const doc = (await getJson(`${server.origin}/docs/openapi.json`)).body
