@@ -79,10 +79,11 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
   }) => Q<number>
   /** Leases up to `limit` due deliveries of endpoints that are not paused (`FOR UPDATE SKIP LOCKED`). */
   readonly claim: (nowMs: number, limit: number, leaseMs: number, token: string) => Q<ReadonlyArray<ClaimedDelivery>>
-  /** Records one attempt, if the lease is still ours; yields whether it was. */
+  /**
+   * Records one attempt, if the lease is still ours; yields whether it was.
+   * A success ends the endpoint's failure streak.
+   */
   readonly complete: (delivery: ClaimedDelivery, completion: Completion) => Q<boolean>
-  /** A success ends the endpoint's failure streak. */
-  readonly endpointSucceeded: (endpointId: string) => Q<void>
   /** A failed attempt extends the streak, and pauses the endpoint under `policy`. */
   readonly endpointFailed: (endpointId: string, nowMs: number, policy: PausePolicy) => Q<EndpointStreak>
   /** Gives a delivery back at once (the worker is stopping mid-attempt). */
@@ -153,24 +154,27 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
             e.id AS "endpointId", e.url, e.secret`
 
+      // A success also ends its endpoint's failure streak, in the same statement.
       const complete = (delivery: ClaimedDelivery, c: Completion) =>
-        sql<{ id: string }>`UPDATE webhook_deliveries SET
-            status = ${c.status},
-            attempts = attempts + 1,
-            next_attempt_at = COALESCE(${c.nextAttemptMs === undefined ? null : iso(c.nextAttemptMs)}::timestamptz, next_attempt_at),
-            lease_until = NULL,
-            lease_token = NULL,
-            last_attempt_at = ${iso(c.nowMs)}::timestamptz,
-            last_status = ${c.httpStatus},
-            last_error = ${c.error},
-            last_response = ${c.response},
-            completed_at = ${c.status === "pending" ? null : iso(c.nowMs)}::timestamptz
-          WHERE id = ${delivery.id} AND lease_token = ${delivery.leaseToken}
-          RETURNING id`.pipe(Effect.map((rows) => rows.length === 1))
-
-      const endpointSucceeded = (endpointId: string) =>
-        sql`UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL
-          WHERE id = ${endpointId} AND consecutive_failures > 0`.pipe(Effect.asVoid)
+        sql<{ id: string }>`WITH done AS (
+            UPDATE webhook_deliveries SET
+              status = ${c.status},
+              attempts = attempts + 1,
+              next_attempt_at = COALESCE(${c.nextAttemptMs === undefined ? null : iso(c.nextAttemptMs)}::timestamptz, next_attempt_at),
+              lease_until = NULL,
+              lease_token = NULL,
+              last_attempt_at = ${iso(c.nowMs)}::timestamptz,
+              last_status = ${c.httpStatus},
+              last_error = ${c.error},
+              last_response = ${c.response},
+              completed_at = ${c.status === "pending" ? null : iso(c.nowMs)}::timestamptz
+            WHERE id = ${delivery.id} AND lease_token = ${delivery.leaseToken}
+            RETURNING id, endpoint_id
+          ), streak AS (
+            UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL
+            WHERE ${c.status === "succeeded"} AND consecutive_failures > 0 AND id IN (SELECT endpoint_id FROM done)
+          )
+          SELECT id FROM done`.pipe(Effect.map((rows) => rows.length === 1))
 
       const endpointFailed = (endpointId: string, nowMs: number, policy: PausePolicy) => {
         const now = iso(nowMs)
@@ -245,7 +249,6 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
         enqueue,
         claim,
         complete,
-        endpointSucceeded,
         endpointFailed,
         releaseLease,
         listFailed,

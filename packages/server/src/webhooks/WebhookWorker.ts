@@ -8,7 +8,7 @@ import { WebhookTransport } from "./Transport.js"
 import { type ClaimedDelivery, type Completion, type PausePolicy, WebhookRepo } from "./WebhookRepo.js"
 
 /** Deliveries one worker sends at once. */
-export const concurrency = 16
+export const concurrency = 32
 /** How often a worker looks for due deliveries when nothing woke it. */
 export const pollMs = 500
 /** 50 consecutive failed attempts, the first at least an hour old, pause an endpoint (decision 0007). */
@@ -68,7 +68,7 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
             Effect.annotateLogs(annotations)
           )
         }
-        if (verdict._tag === "Succeeded") return yield* persist(repo.endpointSucceeded(delivery.endpointId))
+        if (verdict._tag === "Succeeded") return
         const streak = yield* persist(repo.endpointFailed(delivery.endpointId, now, pausePolicy))
         if (verdict._tag === "Failed") {
           yield* Effect.logWarning(`Webhook delivery failed: ${verdict.reason}`).pipe(Effect.annotateLogs(annotations))

@@ -1,0 +1,159 @@
+/**
+ * `npm run bench:webhooks`: what webhook delivery costs, on real processes and
+ * real PostgreSQL, against a receiver on loopback that answers 204 at once.
+ *
+ * 1. First-attempt latency: posts one at a time to a server whose worker is
+ *    on; for each, the time from the POST's 200 (the commit is behind it) to
+ *    the delivery's arrival.
+ * 2. Throughput of one worker: a backlog of posts made with the worker off,
+ *    then one dedicated worker (`npm run worker`) drains it.
+ *
+ * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is
+ * an admin URL: a fresh database is created and dropped.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtemp, writeFile } from "node:fs/promises"
+import { createServer } from "node:http"
+import { createServer as createNetServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const adminUrl = process.env["BENCH_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
+const latencyPosts = Number(process.env["BENCH_LATENCY_POSTS"] ?? 200)
+const backlog = Number(process.env["BENCH_BACKLOG"] ?? 3000)
+const dist = join(import.meta.dirname, "..", "packages", "server", "dist")
+
+const admin = (statement: string) =>
+  Effect.runPromise(
+    Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(adminUrl), maxConnections: 1 }), (sql) => sql.unsafe(statement)))
+      .pipe(Effect.provide(Reactivity.layer))
+  )
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createNetServer().listen(0, "127.0.0.1", () => {
+      const address = probe.address()
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
+    })
+  })
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
+const ms = (n: number) => `${n.toFixed(1)} ms`
+
+/** Arrival time of each delivery, by post id. */
+const arrivals = new Map<string, number>()
+const waiters: Array<() => void> = []
+const receiver = createServer((req, res) => {
+  const chunks: Array<Buffer> = []
+  req.on("data", (c: Buffer) => chunks.push(c))
+  req.on("end", () => {
+    const id = JSON.parse(Buffer.concat(chunks).toString("utf8")).data.id as string
+    if (!arrivals.has(id)) arrivals.set(id, performance.now())
+    res.writeHead(204).end()
+    for (const wake of waiters.splice(0)) wake()
+  })
+})
+await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r))
+const receiverPort = (receiver.address() as { port: number }).port
+
+const waitForArrivals = async (count: number, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (arrivals.size < count) {
+    if (Date.now() > deadline) throw new Error(`only ${arrivals.size} of ${count} deliveries arrived`)
+    await new Promise<void>((r) => (waiters.push(r), setTimeout(r, 50)))
+  }
+}
+
+const database = `hearken_bench_${randomBytes(4).toString("hex")}`
+await admin(`CREATE DATABASE ${database}`)
+const url = new URL(adminUrl)
+url.pathname = `/${database}`
+const dir = await mkdtemp(join(tmpdir(), "hearken-bench-"))
+await writeFile(join(dir, "fixture.json"), JSON.stringify({
+  organizations: [{
+    id: "org_bench",
+    name: "Bench",
+    statuses: [{ id: "st_bench", name: "Open" }],
+    webhooks: [{ id: "wh_bench", url: `http://127.0.0.1:${receiverPort}/hook`, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", events: ["feedback.post.created"] }],
+    boards: [{ id: "b_bench", name: "Bench", slug: "bench", visibility: "public" }]
+  }]
+}))
+const env = {
+  PATH: process.env["PATH"] ?? "",
+  DATABASE_URL: url.toString(),
+  SEED_FILE: join(dir, "fixture.json"),
+  HOST: "127.0.0.1",
+  LOG_LEVEL: "warn",
+  RATE_LIMIT_MULTIPLIER: "100000",
+  WEBHOOK_ALLOW_PRIVATE_URLS: "true"
+}
+
+const start = async (script: string, extra: Record<string, string>) => {
+  const port = await freePort()
+  const child = spawn(process.execPath, [join(dist, script)], { env: { ...env, PORT: String(port), ...extra }, stdio: ["ignore", "inherit", "inherit"] })
+  const origin = `http://127.0.0.1:${port}`
+  if (script === "main.js") {
+    for (let i = 0; (await fetch(`${origin}/health`).then((r) => r.status, () => 0)) !== 200; i++) {
+      if (i > 300) throw new Error("the server did not start")
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+  return {
+    origin,
+    stop: () => new Promise<void>((r) => (child.once("exit", () => r()), child.kill("SIGTERM")))
+  }
+}
+
+const post = async (origin: string, title: string) => {
+  const res = await fetch(`${origin}/api/widget/v1/feedback`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ organizationId: "org_bench", boardId: "b_bench", title, content: "<p>benchmark</p>" })
+  })
+  if (res.status !== 200) throw new Error(`POST /feedback answered ${res.status}`)
+  return ((await res.json()) as { id: string }).id
+}
+
+try {
+  // 1. First-attempt latency, worker in the server process.
+  const server = await start("main.js", {})
+  for (let i = 0; i < 20; i++) await post(server.origin, `warm-up ${i}`)
+  await waitForArrivals(20, 10_000)
+  const latencies: Array<number> = []
+  for (let i = 0; i < latencyPosts; i++) {
+    const id = await post(server.origin, `latency ${i}`)
+    const acknowledged = performance.now()
+    await waitForArrivals(20 + i + 1, 10_000)
+    latencies.push(Math.max(0, arrivals.get(id)! - acknowledged))
+  }
+  await server.stop()
+  latencies.sort((a, b) => a - b)
+
+  // 2. One dedicated worker drains a backlog.
+  const api = await start("main.js", { WEBHOOK_WORKER: "false", SEED_FILE: "" })
+  const before = arrivals.size
+  for (let i = 0; i < backlog; i += 25) {
+    await Promise.all(Array.from({ length: Math.min(25, backlog - i) }, (_, j) => post(api.origin, `backlog ${i + j}`)))
+  }
+  const started = performance.now()
+  const worker = await start("worker.js", { SEED_FILE: "" })
+  await waitForArrivals(before + backlog, 120_000)
+  const drained = performance.now()
+  const backlogArrivals = [...arrivals.values()].slice(before).sort((a, b) => a - b)
+  await worker.stop()
+  await api.stop()
+
+  const first = backlogArrivals[0]!
+  console.log(`first-attempt latency after the POST's 200, ${latencyPosts} posts one at a time:`)
+  console.log(`  p50 ${ms(percentile(latencies, 0.5))}  p95 ${ms(percentile(latencies, 0.95))}  p99 ${ms(percentile(latencies, 0.99))}  max ${ms(latencies.at(-1)!)}`)
+  console.log(`one worker, backlog of ${backlog}:`)
+  console.log(`  ${(backlog / ((drained - first) / 1000)).toFixed(0)} deliveries/s from the first delivery to the last`)
+  console.log(`  ${((drained - started) / 1000).toFixed(2)} s in all, including the worker's start (${((first - started) / 1000).toFixed(2)} s)`)
+} finally {
+  receiver.close()
+  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+}
