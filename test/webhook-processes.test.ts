@@ -29,7 +29,8 @@ const fixture = {
   organizations: [
     webhookOrganization("org_restart", [endpoint("wh_restart", receiver.url("/restart"))]),
     webhookOrganization("org_many", [endpoint("wh_many", receiver.url("/many"))]),
-    webhookOrganization("org_cli", [endpoint("wh_cli", receiver.url("/cli"))])
+    webhookOrganization("org_cli", [endpoint("wh_cli", receiver.url("/cli"))]),
+    webhookOrganization("org_drain", [endpoint("wh_drain", receiver.url("/drain"))])
   ]
 }
 
@@ -118,6 +119,23 @@ describe("webhook delivery across processes", () => {
     expect(new Set(received.map((r) => r.headers["webhook-id"]))).toEqual(new Set([(await deliveryOf("wh_restart")).messageId]))
     expect(JSON.parse(received.at(-1)!.body).data.id).toBe(res.body.id)
     expect(await stop(second)).toBe(0)
+  })
+
+  it("on SIGTERM lets an attempt in flight finish and record its outcome, so nothing is sent twice", async () => {
+    receiver.on("/drain", () => ({ status: 200, delayMs: 1_500 }))
+    const server = await start()
+    const res = await post(server, "org_drain")
+    expect(res.status).toBe(200)
+    await receiver.waitFor("/drain", 1)
+    const stopping = Date.now()
+    expect(await stop(server)).toBe(0)
+    // It waited for the receiver's answer (about 1.5 s after the request arrived).
+    expect(Date.now() - stopping).toBeGreaterThan(1_000)
+    expect(await deliveryOf("wh_drain")).toMatchObject({ status: "succeeded", attempts: 1 })
+    const again = await start()
+    await new Promise((r) => setTimeout(r, 1_000))
+    expect(receiver.at("/drain")).toHaveLength(1)
+    expect(await stop(again)).toBe(0)
   })
 
   it("with WEBHOOK_WORKER=false the server sends nothing; two dedicated workers then deliver 100 posts, none twice", async () => {

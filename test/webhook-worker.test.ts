@@ -8,9 +8,11 @@ import { join } from "node:path"
 import { Core } from "../packages/server/dist/App.js"
 import { ServerConfig } from "../packages/server/dist/config.js"
 import { Feedback } from "../packages/server/dist/feedback/Feedback.js"
+import { redactUrl } from "../packages/server/dist/webhooks/redactUrl.js"
 import { backoffMs, judge, parseRetryAfter } from "../packages/server/dist/webhooks/RetryPolicy.js"
 import { WebhookRepo } from "../packages/server/dist/webhooks/WebhookRepo.js"
-import { concurrency, leaseMs, pausePolicy, WebhookDelivery } from "../packages/server/dist/webhooks/WebhookWorker.js"
+import { leaseMs, pausePolicy, perEndpoint } from "../packages/server/dist/webhooks/limits.js"
+import { WebhookDelivery } from "../packages/server/dist/webhooks/WebhookWorker.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 
@@ -56,6 +58,14 @@ describe("retry policy", () => {
   })
 })
 
+describe("URLs shown to the operator", () => {
+  it("lose their credentials and query string", () => {
+    expect(redactUrl("https://user:pa55@hooks.example.com:8443/in/abc?token=s3cret#x")).toBe("https://…@hooks.example.com:8443/in/abc?…")
+    expect(redactUrl("https://hooks.example.com/in")).toBe("https://hooks.example.com/in")
+    expect(redactUrl("not a url")).toBe("(invalid URL)")
+  })
+})
+
 /** The receiver every test below posts to, one path per endpoint. */
 class TestReceiver extends Context.Service<TestReceiver, Receiver>()("test/TestReceiver") {}
 
@@ -63,7 +73,7 @@ const maxAttempts = 3
 const baseMs = 1_000
 const timeoutMs = 2_000
 
-const organizations = ["backoff", "retry_after", "lease", "pause"].map((name) => `org_${name}`)
+const organizations = ["backoff", "retry_after", "lease", "lost", "pause"].map((name) => `org_${name}`)
 
 /** Core (migrated, seeded) on a fresh database, the delivery service, and a receiver. */
 const Env = Layer.unwrap(Effect.gen(function*() {
@@ -202,7 +212,28 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       assert.strictEqual(yield* deliverDue, 1)
       assert.strictEqual(receiver.at("/org_lease").length, 1)
       const [row] = yield* deliveriesOf("org_lease")
-      assert.deepStrictEqual([row!.status, row!.attempts], ["succeeded", 1])
+      // The attempt the dead worker held counts.
+      assert.deepStrictEqual([row!.status, row!.attempts], ["succeeded", 2])
+    })))
+
+  it.effect("fails, without sending, a delivery whose workers died in every attempt", () =>
+    virtual(Effect.gen(function*() {
+      const receiver = yield* TestReceiver
+      const delivery = yield* WebhookDelivery
+      yield* startClock
+      yield* createPost("org_lost")
+      for (let i = 0; i < maxAttempts; i++) {
+        assert.strictEqual((yield* delivery.claim(100)).length, 1)
+        yield* TestClock.adjust(leaseMs(timeoutMs))
+      }
+      assert.strictEqual(yield* deliverDue, 1)
+      const [row] = yield* deliveriesOf("org_lost")
+      assert.deepStrictEqual([row!.status, row!.attempts, row!.lastError], [
+        "failed",
+        maxAttempts + 1,
+        "refused: no attempts left: the worker of the last one stopped before recording it"
+      ])
+      assert.strictEqual(receiver.at("/org_lost").length, 0)
     })))
 
   it.effect("pauses an endpoint after 50 consecutive failures over an hour, with a warn line; resume releases its deliveries", () =>
@@ -228,14 +259,14 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       yield* TestClock.adjust(60 * 60_000)
       assert.strictEqual(
         yield* deliverDue.pipe(Effect.provide(capture), Effect.provideService(References.MinimumLogLevel, "Warn")),
-        concurrency
+        perEndpoint
       )
       while ((yield* deliverDue) > 0) {}
-      assert.strictEqual(receiver.at("/org_pause").length, 50 + concurrency, "only the batch in flight went out")
+      assert.strictEqual(receiver.at("/org_pause").length, 50 + perEndpoint, "only the batch in flight went out")
       const sql = yield* SqlClient.SqlClient
       const [endpointRow] = yield* sql<{ paused: boolean; failures: number }>`SELECT paused_at IS NOT NULL AS paused,
           consecutive_failures AS failures FROM webhook_endpoints WHERE id = 'wh_org_pause'`
-      assert.deepStrictEqual(endpointRow, { paused: true, failures: 50 + concurrency })
+      assert.deepStrictEqual(endpointRow, { paused: true, failures: 50 + perEndpoint })
       expect(lines.filter((l) => l.includes("paused"))).toEqual([
         `Webhook endpoint paused after ${pausePolicy.failures + 1} consecutive failed attempts; resume it with: npm run webhooks -- resume wh_org_pause`
       ])
@@ -243,7 +274,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       // and stay undelivered while the endpoint is paused.
       const statuses = (yield* deliveriesOf("org_pause")).map((r) => r.status)
       const held = statuses.filter((s) => s === "held").length
-      expect(held).toBeGreaterThanOrEqual(50 - concurrency)
+      expect(held).toBeGreaterThanOrEqual(50 - perEndpoint)
       assert.strictEqual(statuses.filter((s) => s === "pending").length, 50 - held)
 
       // A new post of a paused endpoint waits too.

@@ -88,6 +88,11 @@ export class Receiver {
     return this.at(path)
   }
 
+  /** Drops every open connection, as a receiver that crashed would. */
+  dropConnections() {
+    this.server.closeAllConnections()
+  }
+
   close() {
     this.server.closeAllConnections()
     return new Promise<void>((resolve) => this.server.close(() => resolve()))

@@ -1,9 +1,10 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { Argument, CliError, Command, Flag } from "effect/cli"
 import { Tooling } from "./App.js"
-import { ServerConfig } from "./config.js"
+import { InvalidConfig, ServerConfig } from "./config.js"
 import { reportStartupFailure } from "./startup-failure.js"
+import { redactUrl } from "./webhooks/redactUrl.js"
 import { WebhookRepo } from "./webhooks/WebhookRepo.js"
 
 /** `npm run webhooks -- failed | redeliver ID | resume ENDPOINT`: the operator's commands. */
@@ -17,13 +18,13 @@ const failed = Command.make("failed", {
   const repo = yield* WebhookRepo
   const rows = yield* repo.listFailed(Math.max(1, limit)).pipe(Effect.orDie)
   if (json) {
-    for (const row of rows) yield* Console.log(JSON.stringify(row))
+    for (const row of rows) yield* Console.log(JSON.stringify({ ...row, url: redactUrl(row.url) }))
     return
   }
   if (rows.length === 0) return yield* Console.log("No failed deliveries.")
   for (const row of rows) {
     yield* Console.log(
-      `${row.id}  ${row.failedAt}  endpoint ${row.endpointId} (${row.url})  message ${row.messageId}  ` +
+      `${row.id}  ${row.failedAt}  endpoint ${row.endpointId} (${redactUrl(row.url)})  message ${row.messageId}  ` +
         `${row.attempts} attempt(s)  ${row.lastError ?? ""}` +
         (row.lastResponse ? `  answer: ${JSON.stringify(row.lastResponse.slice(0, 120))}` : "")
     )
@@ -60,7 +61,16 @@ const webhooks = Command.make("webhooks").pipe(
   Command.withSubcommands([failed, redeliver, resume])
 )
 
-Command.run(webhooks, { version: "1.0.0" }).pipe(
+/** An in-memory embedded database is new and empty in every process: there is nothing to operate on. */
+const requireStoredDatabase = Effect.gen(function*() {
+  const config = yield* ServerConfig
+  if (Option.isNone(config.databaseUrl) && config.pgliteDir === "memory") {
+    return yield* new InvalidConfig({ variable: "PGLITE_DIR", reason: "is memory: set DATABASE_URL, or the PGLITE_DIR the server uses (stopped)" })
+  }
+})
+
+requireStoredDatabase.pipe(
+  Effect.andThen(Command.run(webhooks, { version: "1.0.0" })),
   // Usage errors were already printed with the help text.
   Effect.catchIf(CliError.isCliError, () => Effect.sync(() => (process.exitCode = 2))),
   Effect.provide(WebhookRepo.layer),

@@ -1,11 +1,12 @@
 import { Context, Effect, Layer } from "effect"
 import { lookup as dnsLookup } from "node:dns/promises"
-import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http"
+import { type ClientRequest, Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import type { LookupFunction } from "node:net"
 import { ServerConfig } from "../config.js"
 import { blockedRange, hostOf } from "./AddressGuard.js"
 import type { AttemptResult } from "./RetryPolicy.js"
+import { concurrency } from "./limits.js"
 
 /** At most this much of a receiver's answer is read; the rest is dropped with the connection. */
 export const maxResponseBytes = 64 * 1024
@@ -48,8 +49,9 @@ export class WebhookTransport extends Context.Service<WebhookTransport, {
       const config = yield* ServerConfig
       const agents = yield* Effect.acquireRelease(
         Effect.sync(() => ({
-          http: new HttpAgent({ keepAlive: true, maxSockets: 16, timeout: 30_000 }),
-          https: new HttpsAgent({ keepAlive: true, maxSockets: 16, timeout: 30_000 })
+          // As many sockets per host as a worker has attempts in flight: none waits in the agent's queue.
+          http: new HttpAgent({ keepAlive: true, maxSockets: concurrency, timeout: 30_000 }),
+          https: new HttpsAgent({ keepAlive: true, maxSockets: concurrency, timeout: 30_000 })
         })),
         (agents) => Effect.sync(() => (agents.http.destroy(), agents.https.destroy()))
       )
@@ -102,12 +104,19 @@ export class WebhookTransport extends Context.Service<WebhookTransport, {
             resume(Effect.succeed(result))
           }
           const https = target.url.protocol === "https:"
-          const request = (https ? httpsRequest : httpRequest)(target.url, {
-            method: "POST",
-            headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
-            agent: https ? agents.https : agents.http,
-            lookup: pinnedLookup(target.address, target.family)
-          }, (response) => {
+          let request: ClientRequest
+          try {
+            request = (https ? httpsRequest : httpRequest)(target.url, {
+              method: "POST",
+              headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
+              agent: https ? agents.https : agents.http,
+              lookup: pinnedLookup(target.address, target.family)
+            }, onResponse)
+          } catch (error) {
+            finish({ _tag: "NetworkError", message: errorMessage(error) })
+            return
+          }
+          function onResponse(response: IncomingMessage) {
             const current = Object.assign(progress, { response })
             let size = 0
             response.on("data", (chunk: Buffer) => {
@@ -122,7 +131,7 @@ export class WebhookTransport extends Context.Service<WebhookTransport, {
             response.on("end", () => finish(answered(current)))
             response.on("error", () => finish(answered(current)))
             response.on("close", () => finish(answered(current)))
-          })
+          }
           request.on("error", (error) => finish({ _tag: "NetworkError", message: errorMessage(error) }))
           request.end(body)
           return Effect.sync(() => request.destroy())

@@ -4,7 +4,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 /** A delivery a worker holds under a lease, with what it needs to send it. */
 export interface ClaimedDelivery {
   readonly id: string
-  /** Attempts made before this one. */
+  /** This attempt's number: attempts are counted when claimed, so one a worker died in counts too. */
   readonly attempts: number
   readonly leaseToken: string
   /** The `webhook-id`. */
@@ -13,6 +13,16 @@ export interface ClaimedDelivery {
   readonly endpointId: string
   readonly url: string
   readonly secret: string
+}
+
+export interface Claim {
+  readonly nowMs: number
+  readonly limit: number
+  readonly perEndpoint: number
+  /** Attempts in flight by endpoint id. */
+  readonly busy: ReadonlyMap<string, number>
+  readonly leaseMs: number
+  readonly token: string
 }
 
 /** How one attempt ends for the delivery row. */
@@ -38,10 +48,13 @@ export interface FailedDelivery {
   readonly failedAt: string
 }
 
-/** A failed attempt's effect on its endpoint. */
-export interface EndpointStreak {
+/** What recording an attempt did. */
+export interface Recorded {
+  /** False when the lease was no longer this worker's: nothing was written. */
+  readonly recorded: boolean
+  /** The endpoint's failed attempts in a row, after this one. */
   readonly consecutiveFailures: number
-  /** The endpoint was paused by this very failure. */
+  /** This very failure paused the endpoint. */
   readonly newlyPaused: boolean
 }
 
@@ -77,15 +90,20 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
     readonly type: string
     readonly body: string
   }) => Q<number>
-  /** Leases up to `limit` due deliveries of endpoints that are not paused (`FOR UPDATE SKIP LOCKED`). */
-  readonly claim: (nowMs: number, limit: number, leaseMs: number, token: string) => Q<ReadonlyArray<ClaimedDelivery>>
   /**
-   * Records one attempt, if the lease is still ours; yields whether it was.
-   * A success ends the endpoint's failure streak.
+   * Leases up to `limit` due deliveries of endpoints that are not paused
+   * (`FOR UPDATE SKIP LOCKED`), at most `perEndpoint` of any one endpoint
+   * less what `busy` says the caller already has in flight to it, and counts
+   * their attempt.
    */
-  readonly complete: (delivery: ClaimedDelivery, completion: Completion) => Q<boolean>
-  /** A failed attempt extends the streak, and pauses the endpoint under `policy`. */
-  readonly endpointFailed: (endpointId: string, nowMs: number, policy: PausePolicy) => Q<EndpointStreak>
+  readonly claim: (claim: Claim) => Q<ReadonlyArray<ClaimedDelivery>>
+  /**
+   * Records one attempt, if the lease is still ours, in one statement with
+   * its endpoint's streak: a success ends it; a failure extends it, and
+   * pauses the endpoint under `policy` (holding its waiting deliveries).
+   * Idempotent: a retry after a lost reply matches no row.
+   */
+  readonly complete: (delivery: ClaimedDelivery, completion: Completion, policy: PausePolicy) => Q<Recorded>
   /** Gives a delivery back at once (the worker is stopping mid-attempt). */
   readonly releaseLease: (delivery: ClaimedDelivery) => Q<void>
   readonly listFailed: (limit: number) => Q<ReadonlyArray<FailedDelivery>>
@@ -137,67 +155,79 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           )
           SELECT count(*)::int AS count FROM deliveries`.pipe(Effect.map((rows) => rows[0]?.count ?? 0))
 
-      const claim = (nowMs: number, limit: number, leaseMs: number, token: string) =>
-        sql<ClaimedDelivery>`WITH due AS (
-            SELECT d.id FROM webhook_deliveries d
+      // Candidates are locked in due order; a window then keeps what each endpoint has left of
+      // `perEndpoint`, so one endpoint's backlog cannot take every slot. The rest are unlocked at once.
+      const claim = (c: Claim) =>
+        sql<ClaimedDelivery>`WITH candidates AS (
+            SELECT d.id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
             JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.paused_at IS NULL
-            WHERE d.status = 'pending' AND d.next_attempt_at <= ${iso(nowMs)}::timestamptz
-              AND (d.lease_until IS NULL OR d.lease_until <= ${iso(nowMs)}::timestamptz)
+            WHERE d.status = 'pending' AND d.next_attempt_at <= ${iso(c.nowMs)}::timestamptz
+              AND (d.lease_until IS NULL OR d.lease_until <= ${iso(c.nowMs)}::timestamptz)
             ORDER BY d.next_attempt_at, d.id
-            LIMIT ${limit}
+            LIMIT ${c.limit * 4}
             FOR UPDATE OF d SKIP LOCKED
+          ), due AS (
+            SELECT id FROM (
+              SELECT id, endpoint_id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rank
+              FROM candidates
+            ) ranked
+            WHERE rank <= ${c.perEndpoint} - COALESCE((${JSON.stringify(Object.fromEntries(c.busy))}::jsonb ->> endpoint_id)::int, 0)
+            ORDER BY next_attempt_at, id
+            LIMIT ${c.limit}
           )
           UPDATE webhook_deliveries d
-          SET lease_until = ${iso(nowMs + leaseMs)}::timestamptz, lease_token = ${token}
+          SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1
           FROM due, webhook_events ev, webhook_endpoints e
           WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
           RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
             e.id AS "endpointId", e.url, e.secret`
 
-      // A success also ends its endpoint's failure streak, in the same statement.
-      const complete = (delivery: ClaimedDelivery, c: Completion) =>
-        sql<{ id: string }>`WITH done AS (
+      const complete = (delivery: ClaimedDelivery, c: Completion, policy: PausePolicy) => {
+        const now = iso(c.nowMs)
+        const failed = c.status !== "succeeded"
+        // The endpoint's old row is read under its lock, so concurrent outcomes count exactly and
+        // exactly one of them sees the pause happen. A success locks nothing unless there is a
+        // streak to end.
+        return sql<{ consecutiveFailures: number | null; newlyPaused: boolean | null }>`WITH done AS (
             UPDATE webhook_deliveries SET
               status = ${c.status},
-              attempts = attempts + 1,
               next_attempt_at = COALESCE(${c.nextAttemptMs === undefined ? null : iso(c.nextAttemptMs)}::timestamptz, next_attempt_at),
               lease_until = NULL,
               lease_token = NULL,
-              last_attempt_at = ${iso(c.nowMs)}::timestamptz,
+              last_attempt_at = ${now}::timestamptz,
               last_status = ${c.httpStatus},
               last_error = ${c.error},
               last_response = ${c.response},
-              completed_at = ${c.status === "pending" ? null : iso(c.nowMs)}::timestamptz
+              completed_at = ${c.status === "pending" ? null : now}::timestamptz
             WHERE id = ${delivery.id} AND lease_token = ${delivery.leaseToken}
-            RETURNING id, endpoint_id
+            RETURNING id
+          ), old AS (
+            SELECT id, consecutive_failures, failing_since, paused_at FROM webhook_endpoints
+            WHERE id = ${delivery.endpointId} AND EXISTS (SELECT 1 FROM done)
+              AND (${failed} OR consecutive_failures > 0)
+            FOR UPDATE
           ), streak AS (
-            UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL
-            WHERE ${c.status === "succeeded"} AND consecutive_failures > 0 AND id IN (SELECT endpoint_id FROM done)
+            UPDATE webhook_endpoints e SET
+              consecutive_failures = CASE WHEN ${failed} THEN old.consecutive_failures + 1 ELSE 0 END,
+              failing_since = CASE WHEN ${failed} THEN COALESCE(old.failing_since, ${now}::timestamptz) END,
+              paused_at = CASE
+                WHEN ${failed} AND old.paused_at IS NULL AND old.consecutive_failures + 1 >= ${policy.failures}
+                  AND COALESCE(old.failing_since, ${now}::timestamptz) <= ${iso(c.nowMs - policy.stretchMs)}::timestamptz
+                THEN ${now}::timestamptz ELSE old.paused_at END
+            FROM old WHERE e.id = old.id
+            RETURNING e.consecutive_failures, (old.paused_at IS NULL AND e.paused_at IS NOT NULL) AS newly_paused
+          ), held AS (
+            UPDATE webhook_deliveries SET status = 'held'
+            WHERE endpoint_id = ${delivery.endpointId} AND status = 'pending' AND lease_token IS NULL
+              AND id <> ${delivery.id} AND EXISTS (SELECT 1 FROM streak WHERE newly_paused)
           )
-          SELECT id FROM done`.pipe(Effect.map((rows) => rows.length === 1))
-
-      const endpointFailed = (endpointId: string, nowMs: number, policy: PausePolicy) => {
-        const now = iso(nowMs)
-        // The old row is read under its lock, so of concurrent failures exactly one sees the pause happen.
-        return sql<EndpointStreak>`UPDATE webhook_endpoints e SET
-            consecutive_failures = old.consecutive_failures + 1,
-            failing_since = COALESCE(old.failing_since, ${now}::timestamptz),
-            paused_at = CASE
-              WHEN old.paused_at IS NULL AND old.consecutive_failures + 1 >= ${policy.failures}
-                AND COALESCE(old.failing_since, ${now}::timestamptz) <= ${iso(nowMs - policy.stretchMs)}::timestamptz
-              THEN ${now}::timestamptz ELSE old.paused_at END
-          FROM (SELECT id, consecutive_failures, failing_since, paused_at FROM webhook_endpoints
-                WHERE id = ${endpointId} FOR UPDATE) old
-          WHERE e.id = old.id
-          RETURNING e.consecutive_failures AS "consecutiveFailures",
-            (old.paused_at IS NULL AND e.paused_at IS NOT NULL) AS "newlyPaused"`.pipe(
-            Effect.tap((rows): Q<unknown> =>
-              rows[0]?.newlyPaused === true
-                ? sql`UPDATE webhook_deliveries SET status = 'held'
-                    WHERE endpoint_id = ${endpointId} AND status = 'pending' AND lease_token IS NULL`
-                : Effect.void
-            ),
-            Effect.map((rows) => rows[0] ?? { consecutiveFailures: 0, newlyPaused: false })
+          SELECT streak.consecutive_failures AS "consecutiveFailures", streak.newly_paused AS "newlyPaused"
+          FROM done LEFT JOIN streak ON true`.pipe(
+            Effect.map(([row]): Recorded =>
+              row === undefined
+                ? { recorded: false, consecutiveFailures: 0, newlyPaused: false }
+                : { recorded: true, consecutiveFailures: row.consecutiveFailures ?? 0, newlyPaused: row.newlyPaused === true }
+            )
           )
       }
 
@@ -231,12 +261,11 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
 
       const resume = (endpointId: string) =>
         sql.withTransaction(Effect.gen(function*() {
-          const [endpoint] = yield* sql<{ wasPaused: boolean }>`UPDATE webhook_endpoints e
-            SET paused_at = NULL, consecutive_failures = 0, failing_since = NULL
-            FROM webhook_endpoints old
-            WHERE e.id = ${endpointId} AND old.id = e.id
-            RETURNING old.paused_at IS NOT NULL AS "wasPaused"`
+          const [endpoint] = yield* sql<{ wasPaused: boolean }>`SELECT paused_at IS NOT NULL AS "wasPaused"
+            FROM webhook_endpoints WHERE id = ${endpointId} FOR UPDATE`
           if (endpoint === undefined) return undefined
+          yield* sql`UPDATE webhook_endpoints SET paused_at = NULL, consecutive_failures = 0, failing_since = NULL
+            WHERE id = ${endpointId}`
           const released = yield* sql`UPDATE webhook_deliveries
             SET status = 'pending', attempts = 0, next_attempt_at = '-infinity'
             WHERE endpoint_id = ${endpointId} AND status = 'held'
@@ -249,7 +278,6 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
         enqueue,
         claim,
         complete,
-        endpointFailed,
         releaseLease,
         listFailed,
         redeliver,

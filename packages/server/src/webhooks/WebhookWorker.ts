@@ -1,34 +1,31 @@
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Context, Effect, FiberSet, Layer, Option, Queue, Random, Schedule } from "effect"
+import { Cause, Clock, Context, Effect, Fiber, Layer, Option, Queue, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { ServerConfig } from "../config.js"
 import { type AttemptResult, judge, type RetryPolicy } from "./RetryPolicy.js"
 import { deliveryHeaders, secretKey } from "./signature.js"
 import { WebhookTransport } from "./Transport.js"
-import { type ClaimedDelivery, type Completion, type PausePolicy, WebhookRepo } from "./WebhookRepo.js"
-
-/** Deliveries one worker sends at once. */
-export const concurrency = 32
-/** How often a worker looks for due deliveries when nothing woke it. */
-export const pollMs = 500
-/** 50 consecutive failed attempts, the first at least an hour old, pause an endpoint (decision 0007). */
-export const pausePolicy: PausePolicy = { failures: 50, stretchMs: 60 * 60_000 }
-/** A lease outlives any attempt (bounded by the timeout) and the write of its outcome. */
-export const leaseMs = (timeoutMs: number) => 2 * timeoutMs + 10_000
+import { concurrency, leaseMs, pausePolicy, perEndpoint, pollMs } from "./limits.js"
+import { type ClaimedDelivery, type Completion, WebhookRepo } from "./WebhookRepo.js"
 
 /**
- * Writes of an outcome survive a dropped connection: they are idempotent (id
- * and lease token). 6.35 s of retries in all, well inside what is left of a lease.
+ * The write of an outcome survives a dropped connection: it is one idempotent
+ * statement (id and lease token). 6.35 s of retries in all, well inside what
+ * is left of a lease.
  */
 const persist = Effect.retry({ schedule: Schedule.exponential("50 millis"), times: 7 })
+const persistMs = 6_350
 
 const httpStatus = (result: AttemptResult) => result._tag === "Answered" ? result.status : null
 const responseExcerpt = (result: AttemptResult) => result._tag === "Answered" ? result.excerpt : null
 
 /** Sending: one attempt of one delivery, and claiming what is due. */
 export class WebhookDelivery extends Context.Service<WebhookDelivery, {
-  /** Leases up to `limit` deliveries that are due by the `Clock`. */
-  readonly claim: (limit: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>>
+  /**
+   * Leases up to `limit` deliveries that are due by the `Clock`, keeping each
+   * endpoint's attempts in flight (`busy`, by endpoint id) within `perEndpoint`.
+   */
+  readonly claim: (limit: number, busy?: ReadonlyMap<string, number>) => Effect.Effect<ReadonlyArray<ClaimedDelivery>>
   /** Signs and sends one attempt, then records its outcome and its endpoint's streak. */
   readonly attempt: (delivery: ClaimedDelivery) => Effect.Effect<void>
   /** Claims what is due and attempts all of it; yields how many. */
@@ -43,49 +40,55 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
       const policy: RetryPolicy = { maxAttempts: config.webhookMaxAttempts, baseMs: config.webhookRetryBaseMs }
       const lease = leaseMs(config.webhookTimeoutMs)
 
-      const claim = Effect.fn("WebhookDelivery.claim")(function*(limit: number) {
-        const now = yield* Clock.currentTimeMillis
-        return yield* repo.claim(now, limit, lease, randomUUID())
+      const claim = Effect.fn("WebhookDelivery.claim")(function*(limit: number, busy: ReadonlyMap<string, number> = new Map()) {
+        const nowMs = yield* Clock.currentTimeMillis
+        return yield* repo.claim({ nowMs, limit, perEndpoint, busy, leaseMs: lease, token: randomUUID() })
       }, Effect.orDie)
 
+      /** The attempt a worker died in counted; past the limit there is nothing left to send. */
+      const send = (delivery: ClaimedDelivery, sentAt: number): Effect.Effect<AttemptResult> =>
+        delivery.attempts > policy.maxAttempts
+          ? Effect.succeed({ _tag: "Refused", reason: "no attempts left: the worker of the last one stopped before recording it" })
+          : transport.send(
+            delivery.url,
+            deliveryHeaders(secretKey(delivery.secret), delivery.messageId, Math.floor(sentAt / 1000), delivery.body),
+            delivery.body
+          )
+
       const attempt = Effect.fn("WebhookDelivery.attempt")(function*(delivery: ClaimedDelivery) {
-        const sentAt = yield* Clock.currentTimeMillis
-        const headers = deliveryHeaders(secretKey(delivery.secret), delivery.messageId, Math.floor(sentAt / 1000), delivery.body)
-        const result = yield* transport.send(delivery.url, headers, delivery.body)
+        const result = yield* send(delivery, yield* Clock.currentTimeMillis)
         const now = yield* Clock.currentTimeMillis
-        const number = delivery.attempts + 1
-        const verdict = judge(policy, number, result, yield* Random.next, now)
+        const verdict = judge(policy, delivery.attempts, result, yield* Random.next, now)
         const base = { nowMs: now, httpStatus: httpStatus(result), response: responseExcerpt(result) }
         const completion: Completion = verdict._tag === "Succeeded"
           ? { ...base, status: "succeeded", error: null }
           : verdict._tag === "Retry"
           ? { ...base, status: "pending", error: verdict.reason, nextAttemptMs: now + verdict.delayMs }
           : { ...base, status: "failed", error: verdict.reason }
-        const annotations = { deliveryId: delivery.id, messageId: delivery.messageId, endpointId: delivery.endpointId, attempt: number }
-        const recorded = yield* persist(repo.complete(delivery, completion))
-        if (!recorded) {
-          return yield* Effect.logWarning("Webhook attempt outlived its lease; another worker owns the delivery now").pipe(
-            Effect.annotateLogs(annotations)
-          )
+        const log = Effect.annotateLogs({
+          deliveryId: delivery.id,
+          messageId: delivery.messageId,
+          endpointId: delivery.endpointId,
+          attempt: delivery.attempts
+        })
+        const recorded = yield* persist(repo.complete(delivery, completion, pausePolicy))
+        if (!recorded.recorded) {
+          return yield* Effect.logWarning("Webhook attempt not recorded: its lease had run out, or its outcome was already written").pipe(log)
         }
-        if (verdict._tag === "Succeeded") return
-        const streak = yield* persist(repo.endpointFailed(delivery.endpointId, now, pausePolicy))
         if (verdict._tag === "Failed") {
-          yield* Effect.logWarning(`Webhook delivery failed: ${verdict.reason}`).pipe(Effect.annotateLogs(annotations))
-        } else {
-          yield* Effect.logDebug(`Webhook attempt failed, retrying in ${verdict.delayMs} ms: ${verdict.reason}`).pipe(
-            Effect.annotateLogs(annotations)
-          )
+          yield* Effect.logWarning(`Webhook delivery failed: ${verdict.reason}`).pipe(log)
+        } else if (verdict._tag === "Retry") {
+          yield* Effect.logDebug(`Webhook attempt failed, retrying in ${verdict.delayMs} ms: ${verdict.reason}`).pipe(log)
         }
-        if (streak.newlyPaused) {
+        if (recorded.newlyPaused) {
           yield* Effect.logWarning(
-            `Webhook endpoint paused after ${streak.consecutiveFailures} consecutive failed attempts; ` +
+            `Webhook endpoint paused after ${recorded.consecutiveFailures} consecutive failed attempts; ` +
               `resume it with: npm run webhooks -- resume ${delivery.endpointId}`
           ).pipe(Effect.annotateLogs({ endpointId: delivery.endpointId }))
         }
       }, (effect, delivery) =>
         effect.pipe(
-          // Stopping mid-attempt gives the delivery back at once instead of when the lease runs out.
+          // Interrupted mid-attempt (a shutdown past its grace): give the delivery back at once.
           Effect.onInterrupt(() => Effect.ignore(repo.releaseLease(delivery))),
           Effect.catchCause((cause) =>
             Cause.hasInterruptsOnly(cause)
@@ -123,22 +126,28 @@ const listenForNew = (ring: Effect.Effect<unknown>) =>
 /**
  * The delivery loop: keeps up to `concurrency` attempts in flight, claiming
  * more whenever a slot frees, a new delivery is notified, or `pollMs` passes.
+ * Attempts are tracked in `inFlight`, not tied to the loop, so that stopping
+ * the loop lets them finish.
  */
-const run = (listen: boolean) =>
+const run = (listen: boolean, inFlight: Set<Fiber.Fiber<void>>) =>
   Effect.gen(function*() {
     const delivery = yield* WebhookDelivery
     const bell = yield* Queue.sliding<void>(1)
     const ring = Queue.offer(bell, undefined)
-    const inFlight = yield* FiberSet.make<void, never>()
-    let busy = 0
+    const busy = new Map<string, number>()
+    const count = (endpointId: string, change: number) => {
+      const n = (busy.get(endpointId) ?? 0) + change
+      if (n === 0) busy.delete(endpointId)
+      else busy.set(endpointId, n)
+    }
     if (listen) yield* Effect.forkScoped(listenForNew(ring))
     for (;;) {
-      const free = concurrency - busy
+      const free = concurrency - inFlight.size
       if (free <= 0) {
         yield* Queue.take(bell)
         continue
       }
-      const batch = yield* delivery.claim(free).pipe(
+      const batch = yield* delivery.claim(free, busy).pipe(
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause)
             ? Effect.interrupt
@@ -149,12 +158,30 @@ const run = (listen: boolean) =>
         )
       )
       for (const claimed of batch) {
-        busy++
-        yield* FiberSet.run(inFlight, delivery.attempt(claimed).pipe(Effect.ensuring(Effect.suspend(() => (busy--, ring)))))
+        const fiber = yield* Effect.forkDetach(delivery.attempt(claimed))
+        inFlight.add(fiber)
+        count(claimed.endpointId, 1)
+        fiber.addObserver(() => {
+          inFlight.delete(fiber)
+          count(claimed.endpointId, -1)
+          Effect.runFork(ring)
+        })
       }
       if (batch.length < free) yield* Effect.raceFirst(Queue.take(bell), Effect.sleep(pollMs))
     }
   })
+
+/**
+ * On shutdown the loop stops claiming, and the attempts in flight finish and
+ * record their outcome, so that a deploy does not send them twice. Past the
+ * grace (the timeout plus the write's retries) they are interrupted and give
+ * their deliveries back.
+ */
+const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
+  Effect.suspend(() => Fiber.awaitAll([...inFlight])).pipe(
+    Effect.timeoutOrElse({ duration: graceMs, orElse: () => Fiber.interruptAll([...inFlight]) }),
+    Effect.asVoid
+  )
 
 /**
  * The webhook worker, a background layer: in the server unless
@@ -165,7 +192,10 @@ export class WebhookWorker {
   /** Always runs. LISTEN needs a connection of its own, which the embedded database cannot spare: it polls. */
   static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
     const config = yield* ServerConfig
-    yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl)))
+    const inFlight = new Set<Fiber.Fiber<void>>()
+    // Finalizers run last-added first: the loop stops, then the attempts drain.
+    yield* Effect.addFinalizer(() => drain(inFlight, config.webhookTimeoutMs + persistMs + 1_000))
+    yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl), inFlight))
     yield* Effect.logDebug("Webhook worker started")
   })).pipe(Layer.provide(WebhookDelivery.layer))
 

@@ -47,8 +47,10 @@ export default Effect.gen(function*() {
   yield* sql`CREATE INDEX webhook_deliveries_failed_idx ON webhook_deliveries (completed_at DESC, id) WHERE status = 'failed'`
 
   // New deliveries wake the workers (LISTEN hearken_webhooks) when their transaction commits.
+  // A row trigger: a statement trigger would fire for posts that insert no delivery too, and
+  // every NOTIFY serializes its transaction's commit. Repeats within a transaction fold into one.
   yield* sql`CREATE FUNCTION hearken_webhooks_notify() RETURNS trigger LANGUAGE plpgsql AS
     $$ BEGIN PERFORM pg_notify('hearken_webhooks', ''); RETURN NULL; END $$`
   yield* sql`CREATE TRIGGER webhook_deliveries_notify AFTER INSERT ON webhook_deliveries
-    FOR EACH STATEMENT EXECUTE FUNCTION hearken_webhooks_notify()`
+    FOR EACH ROW EXECUTE FUNCTION hearken_webhooks_notify()`
 })
