@@ -83,11 +83,13 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
 
 /**
  * The whole server: the database migrated and seeded first, then HTTP on
- * `PORT` and, unless `WEBHOOK_WORKER=false`, the webhook worker. Needs `ServerConfig`.
+ * `PORT`, the suggestion index back-fill and, unless `WEBHOOK_WORKER=false`,
+ * the webhook worker. Needs `ServerConfig`.
  */
 export const App = Layer.mergeAll(
   HttpRouter.serve(Routes, { disableLogger: true }).pipe(Layer.provideMerge(HttpServerLive)),
-  WebhookWorker.layer
+  WebhookWorker.layer,
+  Suggestions.layerBackfill
 ).pipe(Layer.provide(Core))
 
 /** The migrated database and the log level, without the API: for workers and operator commands. */

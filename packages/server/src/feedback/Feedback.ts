@@ -50,6 +50,7 @@ export class Feedback extends Context.Service<Feedback, {
           return yield* new InternalServerError({ message: "The organization has no post statuses configured" })
         }
         const content = sanitizer.post(request.content)
+        const text = sanitizer.text(content)
         const id = randomUUID()
         const metadata = request.metadata ?? {}
         // The contact, its companies, the post and its webhook event commit together, or not at all.
@@ -61,7 +62,8 @@ export class Feedback extends Context.Service<Feedback, {
             boardId: request.boardId,
             title: request.title,
             content,
-            excerpt: truncate(sanitizer.text(content), excerptLength),
+            text,
+            excerpt: truncate(text, excerptLength),
             visibility: "public",
             statusId: statusId.value,
             metadata,

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { firstFreeSlug, slugify } from "../content/slug.js"
+import { lexicon, tsvectorLiterals } from "../suggestions/lexicon.js"
 
 export interface NewPost {
   readonly id: string
@@ -9,6 +10,8 @@ export interface NewPost {
   readonly title: string
   /** Already sanitized. */
   readonly content: string
+  /** The content as plain text: what suggestions search. */
+  readonly text: string
   readonly excerpt: string
   readonly visibility: "public" | "private"
   readonly statusId: string | null
@@ -22,6 +25,23 @@ export interface NewPost {
 }
 
 const InsertedPost = Schema.Struct({ slug: Schema.String, createdAt: Schema.String })
+
+/** What suggestions search for a post: its features, scoped to its board; nothing for a private post. */
+export const lexiconOf = (post: {
+  readonly boardId: string
+  readonly title: string
+  readonly text: string
+  readonly visibility: "public" | "private"
+}) => post.visibility === "public" ? tsvectorLiterals(post.boardId, lexicon(post.title, post.text)) : { lexicon: "", titleLexicon: "" }
+
+export interface LexiconSource {
+  readonly id: string
+  readonly boardId: string
+  readonly title: string
+  /** Sanitized HTML. */
+  readonly content: string
+  readonly visibility: "public" | "private"
+}
 const StatusId = Schema.Struct({ id: Schema.String })
 
 /** Slug collisions among concurrent inserts are retried this many times before giving up. */
@@ -32,6 +52,10 @@ export class Posts extends Context.Service<Posts, {
   readonly defaultStatus: (organizationId: string) => Effect.Effect<Option.Option<string>>
   /** Inserts a post under a slug unique in its organization; yields the slug and `createdAt`. */
   readonly insert: (post: NewPost) => Effect.Effect<typeof InsertedPost.Type>
+  /** Up to `limit` posts whose lexicon is not computed yet (written before it existed). */
+  readonly missingLexicon: (limit: number) => Effect.Effect<ReadonlyArray<LexiconSource>>
+  /** Stores computed lexicons (`tsvector` literals) by post id. */
+  readonly setLexicons: (rows: ReadonlyArray<{ readonly id: string; readonly lexicon: string; readonly titleLexicon: string }>) => Effect.Effect<void>
 }>()("hearken/Posts") {
   static readonly layer = Layer.effect(
     Posts,
@@ -53,32 +77,45 @@ export class Posts extends Context.Service<Posts, {
             Effect.map((rows) => new Set(rows.map((row) => row.slug)))
           )
 
-      const tryInsert = (post: NewPost, slug: string) =>
+      const tryInsert = (post: NewPost, slug: string, lexicons: ReturnType<typeof lexiconOf>) =>
         sql<typeof InsertedPost.Type>`INSERT INTO posts
             (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source,
-             contact_id, created_at, updated_at)
+             contact_id, lexicon, title_lexicon, created_at, updated_at)
           VALUES (${post.id}, ${post.organizationId}, ${post.boardId}, ${post.title}, ${slug}, ${post.content},
             ${post.excerpt}, ${post.visibility}, ${post.statusId}, ${JSON.stringify(post.metadata)}::jsonb, ${post.source},
-            ${post.contactId}, COALESCE(${post.createdAt ?? null}::timestamptz, now()), COALESCE(${post.createdAt ?? null}::timestamptz, now()))
+            ${post.contactId}, ${lexicons.lexicon}::tsvector, ${lexicons.titleLexicon}::tsvector,
+            COALESCE(${post.createdAt ?? null}::timestamptz, now()), COALESCE(${post.createdAt ?? null}::timestamptz, now()))
           ON CONFLICT (organization_id, slug) DO NOTHING
           RETURNING slug, iso_ms(created_at) AS "createdAt"`
 
       const insert = Effect.fn("Posts.insert")(function*(post: NewPost) {
+        const lexicons = lexiconOf(post)
         if (post.slug !== undefined) {
-          const [row] = yield* tryInsert(post, post.slug)
+          const [row] = yield* tryInsert(post, post.slug, lexicons)
           if (row === undefined) return yield* Effect.die(new Error(`slug ${post.slug} is taken`))
           return row
         }
         const base = slugify(post.title)
         for (let attempt = 0; attempt < slugAttempts; attempt++) {
           const slug = firstFreeSlug(base, yield* takenSlugs(post.organizationId, base))
-          const [row] = yield* tryInsert(post, slug)
+          const [row] = yield* tryInsert(post, slug, lexicons)
           if (row !== undefined) return row
         }
         return yield* Effect.die(new Error(`no free slug for ${base} after ${slugAttempts} attempts`))
       }, Effect.orDie)
 
+      const missingLexicon = (limit: number) =>
+        sql<LexiconSource>`SELECT id, board_id AS "boardId", title, content, visibility FROM posts
+          WHERE lexicon IS NULL ORDER BY id LIMIT ${limit}`.pipe(Effect.orDie)
+
+      const setLexicons = (rows: ReadonlyArray<{ readonly id: string; readonly lexicon: string; readonly titleLexicon: string }>) =>
+        sql`UPDATE posts SET lexicon = l.lexicon::tsvector, title_lexicon = l."titleLexicon"::tsvector
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS l(id text, lexicon text, "titleLexicon" text)
+          WHERE posts.id = l.id`.pipe(Effect.asVoid, Effect.orDie)
+
       return Posts.of({
+        missingLexicon,
+        setLexicons,
         defaultStatus: Effect.fn("Posts.defaultStatus")((organizationId: string) =>
           defaultStatus(organizationId).pipe(Effect.map(Option.map((row) => row.id)), Effect.orDie)
         ),

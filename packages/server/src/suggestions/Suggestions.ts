@@ -1,65 +1,208 @@
 import { SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
-import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, SqlSchema } from "effect/sql"
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { Sanitizer } from "../content/Sanitizer.js"
+import { Posts } from "../feedback/Posts.js"
+import { boardKey, bodyWeight, lexicon, queryFeatures, tsqueryLiteral, tsvectorLiterals } from "./lexicon.js"
 
 export const maxSuggestions = 5
-/** Words of the draft that go into the full-text query: the title's first, then the body's. */
-const maxQueryWords = 48
 
-/** Letters and digits only, so each word is safe inside a quoted tsquery term. */
-const words = (text: string): Array<string> => text.toLowerCase().match(/[\p{L}\p{M}\p{N}]+/gu) ?? []
-
-/** `'dark' | 'mode' | …`: any shared word is a match, more shared words rank higher. */
-export const orQuery = (title: string, body: string): string => {
-  const unique = [...new Set([...words(title), ...words(body)])].slice(0, maxQueryWords)
-  return unique.map((word) => `'${word}'`).join(" | ")
+/**
+ * Which ranked candidates are worth showing (decision 0008). A duplicate
+ * either covers much of the draft, or stands out from the rest; a draft with
+ * no duplicate matches many posts a little, and gets nothing.
+ */
+export interface Selection {
+  /** A candidate covering this share of the draft's information is shown. */
+  readonly confident: number
+  /** No candidate under this is shown. */
+  readonly floor: number
+  /** The best candidate is shown when it covers this many times what the second does. */
+  readonly standOut: number
+  /** Once the best is shown, the next are shown down to this share of its coverage. */
+  readonly follow: number
 }
 
-const LexicalQuery = Schema.Struct({
-  organizationId: Schema.String,
-  boardId: Schema.String,
-  title: Schema.String,
-  tsquery: Schema.String
-})
+export const selection: Selection = { confident: 0.15, floor: 0.1, standOut: 1.3, follow: 0.5 }
+
+export const select = <A extends { readonly coverage: number }>(ranked: ReadonlyArray<A>, s: Selection = selection): ReadonlyArray<A> => {
+  const [best, second] = ranked
+  if (best === undefined || best.coverage < s.floor) return []
+  const shown = best.coverage >= s.confident || best.coverage >= s.standOut * (second?.coverage ?? 0)
+  if (!shown) return []
+  return ranked.filter((r) => r.coverage >= s.floor && (r.coverage >= s.confident || r.coverage >= s.follow * best.coverage))
+}
+
+/** The search's knobs (decision 0008). */
+export const tuning = {
+  /**
+   * A feature in this many posts is too common to fetch: it is left out of the
+   * ranking (its IDF is low anyway) and remembered. Bounds the postings one
+   * feature costs, whatever the board's size.
+   */
+  common: 100,
+  /** Features of one draft considered, title first. */
+  maxFeatures: 120,
+  /** Ranked candidates the threshold is applied to. */
+  candidates: 25
+} as const
+
+/** Boards this large have their size cached for a minute; smaller ones are counted every time (cheap, and exact). */
+const cacheBoardsFrom = 1_000
+const cacheMs = 60_000
+const cacheSize = 100_000
+
+export interface Ranked {
+  readonly match: SuggestionMatch
+  /** The IDF-weighted share of the draft's features the post has, in [0, 1]. */
+  readonly coverage: number
+}
+
+const idf = (n: number, df: number) => Math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+interface Row {
+  readonly id: string | null
+  readonly title: string | null
+  readonly excerpt: string | null
+  readonly slug: string | null
+  readonly coverage: number | null
+  /** Indexes of the fetched features that reached the cap. */
+  readonly common: ReadonlyArray<number> | null
+}
 
 export class Suggestions extends Context.Service<Suggestions, {
   readonly suggest: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
+  /** Every candidate with its coverage, best first, before the threshold: for tuning and the quality report. */
+  readonly rank: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<Ranked>>
 }>()("hearken/Suggestions") {
   static readonly layer = Layer.effect(
     Suggestions,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const sanitizer = yield* Sanitizer
+      /** Lexemes known to be in at least `cap` posts: not fetched again for a while. */
+      const common = new Map<string, number>()
+      const sizes = new Map<string, { readonly n: number; readonly at: number }>()
 
-      // Full-text search with the language-neutral `simple` configuration, plus
-      // trigram similarity of titles, which also catches typos and inflections.
-      const lexical = SqlSchema.findAll({
-        Request: LexicalQuery,
-        Result: SuggestionMatch,
-        execute: ({ boardId, organizationId, title, tsquery }) =>
-          sql`WITH q AS (SELECT CASE WHEN ${tsquery} = '' THEN NULL ELSE to_tsquery('simple', ${tsquery}) END AS tsq)
-              SELECT p.id, p.title, p.excerpt, p.slug
-              FROM posts p
-              JOIN boards b ON b.id = p.board_id AND b.organization_id = ${organizationId} AND b.visibility = 'public'
-              CROSS JOIN q
-              WHERE p.board_id = ${boardId} AND p.organization_id = ${organizationId} AND p.visibility = 'public'
-                AND ((q.tsq IS NOT NULL AND p.search @@ q.tsq) OR (${title} <> '' AND p.title % ${title}))
-              ORDER BY COALESCE(ts_rank_cd(p.search, q.tsq, 1), 0) + 2 * similarity(p.title, ${title}) DESC,
-                       p.created_at DESC, p.id
-              LIMIT ${maxSuggestions}`
+      const remember = <V>(map: Map<string, V>, key: string, value: V) => {
+        if (map.size >= cacheSize) map.delete(map.keys().next().value!)
+        map.set(key, value)
+      }
+
+      /** Public posts on a public board of the organization; 0 for any other board. */
+      const boardSize = Effect.fnUntraced(function*(organizationId: string, boardId: string, now: number) {
+        const key = `${organizationId}\u0000${boardId}`
+        const cached = sizes.get(key)
+        if (cached !== undefined && now - cached.at < cacheMs) return cached.n
+        const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM posts p
+          JOIN boards b ON b.id = p.board_id AND b.organization_id = ${organizationId} AND b.visibility = 'public'
+          WHERE p.board_id = ${boardId} AND p.visibility = 'public'`
+        const n = row?.n ?? 0
+        if (n >= cacheBoardsFrom) remember(sizes, key, { n, at: now })
+        return n
       })
 
-      return Suggestions.of({
-        suggest: Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
-          const title = request.title.trim()
-          const tsquery = orQuery(title, sanitizer.text(request.content))
-          if (tsquery === "") return []
-          return yield* lexical({ organizationId: request.organizationId, boardId: request.boardId, title, tsquery }).pipe(
-            Effect.orDie
+      /**
+       * One statement: each feature's postings (at most `cap`, through the GIN
+       * index), its document frequency from their count, its IDF weight, and
+       * the posts ranked by the weights of the features they have (title
+       * features count fully, body ones half: `title_lexicon` tells them apart
+       * without reading the large `lexicon`). Features at the cap are too
+       * common to rank with; they are reported so they are not fetched again.
+       */
+      const search = (request: SuggestionsRequest, n: number, cap: number, commonTotal: number,
+        terms: ReadonlyArray<{ readonly lexeme: string; readonly weight: number }>) =>
+        sql<Row>`WITH q AS (
+            SELECT * FROM jsonb_to_recordset(${
+          JSON.stringify(terms.map(({ lexeme, weight }, idx) => ({ idx, tsq: tsqueryLiteral(lexeme), weight })))
+        }::jsonb) AS q(idx int, tsq text, weight float8)
+          ), posting AS (
+            SELECT q.idx, m.id, m.in_title
+            FROM q CROSS JOIN LATERAL (
+              SELECT p.id, p.title_lexicon @@ q.tsq::tsquery AS in_title FROM posts p
+              WHERE p.lexicon @@ q.tsq::tsquery
+              LIMIT ${cap}
+            ) m
+          ), feature AS (
+            SELECT q.idx, count(posting.id) AS df,
+              q.weight * ln(1 + (${n} - least(count(posting.id), ${n}) + 0.5) / (least(count(posting.id), ${n}) + 0.5)) AS w
+            FROM q LEFT JOIN posting ON posting.idx = q.idx
+            GROUP BY q.idx, q.weight
+          ), total AS (
+            SELECT sum(w) + ${commonTotal} AS total, array_agg(idx) FILTER (WHERE df >= ${cap}) AS common FROM feature
+          ), hit AS (
+            SELECT posting.id, sum(feature.w * CASE WHEN posting.in_title THEN 1 ELSE ${bodyWeight} END) AS score
+            FROM posting JOIN feature ON feature.idx = posting.idx AND feature.df < ${cap}
+            GROUP BY posting.id
+            ORDER BY score DESC
+            LIMIT ${tuning.candidates}
+          ), ranked AS (
+            SELECT p.id, p.title, p.excerpt, p.slug, hit.score, p.created_at
+            FROM hit JOIN posts p ON p.id = hit.id
+            JOIN boards b ON b.id = p.board_id AND b.organization_id = ${request.organizationId} AND b.visibility = 'public'
+            WHERE p.board_id = ${request.boardId} AND p.organization_id = ${request.organizationId} AND p.visibility = 'public'
           )
-        })
+          SELECT ranked.id, ranked.title, ranked.excerpt, ranked.slug,
+            (ranked.score / NULLIF(total.total, 0))::float8 AS coverage, total.common
+          FROM total LEFT JOIN ranked ON true
+          ORDER BY ranked.score DESC NULLS LAST, ranked.created_at DESC, ranked.id`
+
+      const rank = Effect.fn("Suggestions.rank")(function*(request: SuggestionsRequest) {
+        const features = queryFeatures(request.title, sanitizer.text(request.content)).slice(0, tuning.maxFeatures)
+        if (features.length === 0) return []
+        const now = yield* Clock.currentTimeMillis
+        const n = yield* boardSize(request.organizationId, request.boardId, now)
+        if (n === 0) return []
+        const cap = tuning.common
+        const key = boardKey(request.boardId)
+        const fetch: Array<{ readonly lexeme: string; readonly weight: number }> = []
+        let commonTotal = 0
+        for (const { feature, weight } of features) {
+          const lexeme = `${key}/${feature}`
+          const at = common.get(lexeme)
+          if (at !== undefined && now - at < cacheMs * 10) commonTotal += weight * idf(n, Math.min(cap, n))
+          else fetch.push({ lexeme, weight })
+        }
+        if (fetch.length === 0) return []
+        const rows = yield* search(request, n, cap, commonTotal, fetch)
+        for (const idx of rows[0]?.common ?? []) remember(common, fetch[idx]!.lexeme, now)
+        return rows.flatMap((row) =>
+          row.id === null || row.coverage === null
+            ? []
+            : [{ match: new SuggestionMatch({ id: row.id, title: row.title!, excerpt: row.excerpt!, slug: row.slug! }), coverage: row.coverage }]
+        )
+      }, Effect.orDie)
+
+      const suggest = Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
+        const ranked = yield* rank(request)
+        return select(ranked).slice(0, maxSuggestions).map((r) => r.match)
       })
+
+      return Suggestions.of({ suggest, rank })
     })
   )
+
+  /**
+   * Computes the lexicon of posts written before it existed, in the
+   * background after start-up, 500 at a time. Suggestions find them once done.
+   */
+  static readonly layerBackfill = Layer.effectDiscard(Effect.gen(function*() {
+    const posts = yield* Posts
+    const sanitizer = yield* Sanitizer
+    const step = Effect.gen(function*() {
+      const batch = yield* posts.missingLexicon(500)
+      if (batch.length === 0) return false
+      yield* posts.setLexicons(batch.map((post) => ({
+        id: post.id,
+        ...(post.visibility === "public"
+          ? tsvectorLiterals(post.boardId, lexicon(post.title, sanitizer.text(post.content)))
+          : { lexicon: "", titleLexicon: "" })
+      })))
+      return batch.length === 500
+    })
+    const loop: Effect.Effect<void> = Effect.flatMap(step, (more) => more ? loop : Effect.void)
+    yield* Effect.forkScoped(
+      loop.pipe(Effect.catchCause((cause) => Effect.logWarning("Suggestion index back-fill stopped", cause)))
+    )
+  }))
 }

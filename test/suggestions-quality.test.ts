@@ -1,0 +1,92 @@
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { postJson, startSeededServer, useServer } from "./support/server.js"
+
+/**
+ * Suggestions on the labelled set (`bench/suggestions/dataset.json`, 432
+ * posts in six languages), through HTTP on real PostgreSQL: one draft of each
+ * kind finds its duplicate first, and drafts with no duplicate get nothing.
+ * `npm run quality` reports the whole set.
+ */
+interface Draft {
+  readonly id: string
+  readonly boardId: string
+  readonly kind: string
+  readonly title: string
+  readonly content: string
+  readonly expected: ReadonlyArray<string>
+}
+const dataset = JSON.parse(readFileSync(join(import.meta.dirname, "..", "bench", "suggestions", "dataset.json"), "utf8")) as {
+  readonly boards: ReadonlyArray<{ readonly id: string; readonly name: string }>
+  readonly posts: ReadonlyArray<Record<string, string>>
+  readonly drafts: ReadonlyArray<Draft>
+}
+const draft = (id: string) => dataset.drafts.find((d) => d.id === id)!
+
+const server = useServer(() =>
+  startSeededServer({
+    organizations: [{
+      id: "org_quality",
+      name: "Quality",
+      statuses: [{ id: "st_quality", name: "Open" }],
+      boards: dataset.boards.map((b, i) => ({ id: b.id, name: b.name, slug: `board-${i}`, visibility: "public" })),
+      posts: dataset.posts
+    }, {
+      id: "org_elsewhere",
+      name: "Elsewhere",
+      statuses: [{ id: "st_elsewhere", name: "Open" }],
+      boards: [{ id: "b_elsewhere", name: "Board", slug: "board", visibility: "public" }],
+      // The same text as a labelled post, in another organization: never suggested to org_quality.
+      posts: [{ ...dataset.posts[0]!, id: "q_elsewhere", boardId: "b_elsewhere" }]
+    }]
+  })
+)
+
+const suggest = (d: Pick<Draft, "boardId" | "title" | "content">, organizationId = "org_quality") =>
+  postJson(`${server.api}/suggestions`, { organizationId, boardId: d.boardId, title: d.title, content: d.content })
+
+describe("POST /suggestions on the labelled set", () => {
+  it.each([
+    ["word_order", "d001"],
+    ["paraphrase", "d003"],
+    ["typo", "d005"],
+    ["morphology", "d007"],
+    ["abbreviation", "d013"],
+    ["german_compound", "d017"],
+    ["french_spanish", "d026"],
+    ["cjk (Chinese)", "d015"],
+    ["cjk (Japanese)", "d047"],
+    ["old_duplicate", "d041"],
+    ["look_alike", "d061"]
+  ])("finds the duplicate first: %s (%s)", async (_kind, id) => {
+    const d = draft(id)
+    const res = await suggest(d)
+    expect(res.status).toBe(200)
+    expect(res.body.length).toBeLessThanOrEqual(5)
+    expect(res.body[0]?.id).toBe(d.expected[0])
+  })
+
+  it.each(["d012", "d033", "d034", "d053", "d070", "d099"])("answers [] to a draft with no duplicate (%s)", async (id) => {
+    const res = await suggest(draft(id))
+    expect(res).toMatchObject({ status: 200, body: [] })
+  })
+
+  it("reads a 20,000-character draft only as far as it needs: the same answer as the draft alone", async () => {
+    const d = draft("d007")
+    const filler = " Lorem ipsum dolor sit amet, consectetur adipiscing elit."
+    const long = { ...d, content: (d.content + filler.repeat(400)).slice(0, 20_000) }
+    expect(Array.from(long.content)).toHaveLength(20_000)
+    const res = await suggest(long)
+    expect(res.status).toBe(200)
+    expect(res.body[0]?.id).toBe(d.expected[0])
+  })
+
+  it("never suggests another organization's post, even one with the same text", async () => {
+    const post = dataset.posts[0]!
+    const res = await suggest({ boardId: post["boardId"]!, title: post["title"]!, content: "" })
+    expect(res.body.map((m: { id: string }) => m.id)).not.toContain("q_elsewhere")
+    const other = await suggest({ boardId: "b_elsewhere", title: post["title"]!, content: "" }, "org_elsewhere")
+    expect(other.body.map((m: { id: string }) => m.id)).toEqual(["q_elsewhere"])
+  })
+})
