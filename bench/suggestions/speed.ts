@@ -1,0 +1,199 @@
+/**
+ * `npm run bench:suggestions`: `POST /suggestions` latency and throughput as
+ * a board grows, through the real HTTP endpoint of a server process on real
+ * PostgreSQL.
+ *
+ * For each size (1k, 10k, 100k public posts on one board; BENCH_SIZES to
+ * change) the board is filled with synthetic posts whose words are drawn,
+ * Zipf-distributed, from a vocabulary of 60,000: the labelled set's own words
+ * (six languages) as the most common ones, then made-up rarer words (halves
+ * of two real ones), so that a larger board uses more distinct words, as real
+ * text does (Heaps' law), then:
+ * - sequential: the labelled set's drafts (a title and a few sentences), one
+ *   request at a time: p50, p95, p99;
+ * - concurrent (10k only, BENCH_CONCURRENT_SIZE to change): 50 connections
+ *   for 10 s: requests per second and p99.
+ *
+ * BENCH_DATASET names another labelled set to draw words and drafts from.
+ *
+ * The posts are inserted with SQL, their lexicon computed by the server's own
+ * function, so that filling 100k posts takes seconds, not an import.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { Reactivity } from "effect/reactivity"
+import type { SqlClient } from "effect/sql"
+import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { readFile } from "node:fs/promises"
+import { createServer } from "node:net"
+import { join } from "node:path"
+import { lexiconOf } from "../../packages/server/dist/feedback/Posts.js"
+
+const adminUrl = process.env["BENCH_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
+const sizes = (process.env["BENCH_SIZES"] ?? "1000,10000,100000").split(",").map(Number)
+const concurrentSize = Number(process.env["BENCH_CONCURRENT_SIZE"] ?? 10_000)
+const organizationId = "org_bench"
+const boardId = "b_bench"
+
+const withSql = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+  Effect.runPromise(
+    Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(url), maxConnections: 1 }), f)).pipe(Effect.provide(Reactivity.layer))
+  )
+
+interface Dataset {
+  readonly posts: ReadonlyArray<{ readonly title: string; readonly content: string }>
+  readonly drafts: ReadonlyArray<{ readonly title: string; readonly content: string }>
+}
+const dataset: Dataset = JSON.parse(await readFile(process.env["BENCH_DATASET"] ?? join(import.meta.dirname, "dataset.json"), "utf8"))
+
+/** Words of the labelled posts, with their counts; CJK text is kept as 2-character pieces. */
+const vocabulary = (() => {
+  const counts = new Map<string, number>()
+  for (const post of dataset.posts) {
+    const text = `${post.title} ${post.content.replace(/<[^>]+>/g, " ")}`
+    for (const word of text.match(/[\p{L}\p{N}]+/gu) ?? []) {
+      const pieces = /\p{Script=Han}|\p{Script=Hiragana}|\p{Script=Katakana}/u.test(word) ? word.match(/.{1,2}/gu) ?? [] : [word]
+      for (const piece of pieces) counts.set(piece, (counts.get(piece) ?? 0) + 1)
+    }
+  }
+  const real = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([w]) => w)
+  const latin = real.filter((w) => /^[a-z]{5,}$/i.test(w))
+  const rare = new Set<string>()
+  while (real.length + rare.size < 60_000) {
+    const a = latin[Math.floor(Math.random() * latin.length)]!
+    const b = latin[Math.floor(Math.random() * latin.length)]!
+    rare.add(a.slice(0, Math.ceil(a.length / 2)) + b.slice(Math.floor(b.length / 2)))
+  }
+  return [...real, ...rare]
+})()
+
+/** Zipf over the vocabulary (s = 1), so common words are common and rare ones rare, as in real boards. */
+const zipf = (() => {
+  const weights = vocabulary.map((_, i) => 1 / (i + 1))
+  const total = weights.reduce((a, b) => a + b, 0)
+  const cumulative: Array<number> = []
+  let acc = 0
+  for (const w of weights) cumulative.push((acc += w / total))
+  return () => {
+    const r = Math.random()
+    let lo = 0
+    let hi = cumulative.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (cumulative[mid]! < r) lo = mid + 1
+      else hi = mid
+    }
+    return vocabulary[lo]!
+  }
+})()
+
+const sentence = (min: number, max: number) =>
+  Array.from({ length: min + Math.floor(Math.random() * (max - min + 1)) }, zipf).join(" ")
+
+const fill = async (url: string, from: number, to: number) => {
+  const batch = 2_000
+  for (let start = from; start < to; start += batch) {
+    const rows = Array.from({ length: Math.min(batch, to - start) }, (_, i) => {
+      const id = `p_bench_${start + i}`
+      const title = sentence(3, 8)
+      const text = `${sentence(12, 30)}. ${sentence(8, 20)}.`
+      return {
+        id,
+        title,
+        content: `<p>${text}</p>`,
+        excerpt: text.slice(0, 280),
+        ...lexiconOf({ boardId, title, text, visibility: "public" }),
+        created_at: new Date(Date.UTC(2024, 10, 1) + Math.random() * 730 * 86_400_000).toISOString()
+      }
+    })
+    await withSql(url, (sql) =>
+      sql`INSERT INTO posts (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, source, lexicon,
+          title_lexicon, created_at, updated_at)
+        SELECT r.id, ${organizationId}, ${boardId}, r.title, r.id, r.content, r.excerpt, 'public', 'st_bench', 'import',
+          r.lexicon::tsvector, r."titleLexicon"::tsvector, r.created_at, r.created_at
+        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+          AS r(id text, title text, content text, excerpt text, lexicon text, "titleLexicon" text, created_at timestamptz)`
+    )
+  }
+  await withSql(url, (sql) => sql`VACUUM ANALYZE posts`)
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const address = probe.address()
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
+    })
+  })
+
+const database = `hearken_speed_${randomBytes(4).toString("hex")}`
+await withSql(adminUrl, (sql) => sql.unsafe(`CREATE DATABASE ${database}`))
+const url = new URL(adminUrl)
+url.pathname = `/${database}`
+const dbUrl = url.toString()
+
+const port = await freePort()
+const server = spawn(process.execPath, [join(import.meta.dirname, "..", "..", "packages", "server", "dist", "main.js")], {
+  env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: dbUrl, HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "warn", RATE_LIMIT_MULTIPLIER: "1000000" },
+  stdio: ["ignore", "inherit", "inherit"]
+})
+const origin = `http://127.0.0.1:${port}`
+
+const suggest = async (draft: { readonly title: string; readonly content: string }) => {
+  const started = performance.now()
+  const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ organizationId, boardId, title: draft.title, content: draft.content })
+  })
+  await res.arrayBuffer()
+  if (res.status !== 200) throw new Error(`POST /suggestions answered ${res.status}`)
+  return performance.now() - started
+}
+
+try {
+  for (let i = 0; (await fetch(`${origin}/health`).then((r) => r.status, () => 0)) !== 200; i++) {
+    if (i > 300) throw new Error("the server did not start")
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  await withSql(dbUrl, (sql) =>
+    Effect.all([
+      sql`INSERT INTO organizations (id, name) VALUES (${organizationId}, 'Bench')`,
+      sql`INSERT INTO statuses (id, organization_id, name, is_default, position) VALUES ('st_bench', ${organizationId}, 'Open', true, 0)`,
+      sql`INSERT INTO boards (id, organization_id, name, slug, visibility) VALUES (${boardId}, ${organizationId}, 'Bench', 'bench', 'public')`
+    ], { discard: true })
+  )
+  console.log("| public posts on the board | sequential p50 | p95 | p99 | concurrent (50) req/s | concurrent p99 |")
+  console.log("|---|---|---|---|---|---|")
+  let filled = 0
+  for (const size of sizes) {
+    await fill(dbUrl, filled, size)
+    filled = size
+    for (const draft of dataset.drafts.slice(0, 20)) await suggest(draft) // warm-up
+    const sequential: Array<number> = []
+    for (let round = 0; round < 3; round++) for (const draft of dataset.drafts) sequential.push(await suggest(draft))
+    sequential.sort((a, b) => a - b)
+    let concurrent = "–"
+    if (size === concurrentSize) {
+      const latencies: Array<number> = []
+      const until = performance.now() + 10_000
+      const started = performance.now()
+      await Promise.all(Array.from({ length: 50 }, async (_, c) => {
+        for (let i = c; performance.now() < until; i += 50) latencies.push(await suggest(dataset.drafts[i % dataset.drafts.length]!))
+      }))
+      latencies.sort((a, b) => a - b)
+      concurrent = `${(latencies.length / ((performance.now() - started) / 1000)).toFixed(0)} | ${percentile(latencies, 0.99).toFixed(1)} ms`
+    } else {
+      concurrent = "– | –"
+    }
+    const ms = (p: number) => `${percentile(sequential, p).toFixed(1)} ms`
+    console.log(`| ${size.toLocaleString("en")} | ${ms(0.5)} | ${ms(0.95)} | ${ms(0.99)} | ${concurrent} |`)
+  }
+} finally {
+  await new Promise<void>((r) => (server.once("exit", () => r()), server.kill("SIGTERM")))
+  if (process.env["BENCH_KEEP"] === "1") console.log(`kept ${dbUrl}`)
+  else await withSql(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`))
+}
