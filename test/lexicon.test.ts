@@ -53,4 +53,21 @@ describe("the lexicon (suggestion features)", () => {
     expect(weights.get("w:dark")).toBe(1)
     expect(weights.get("w:theme")).toBe(0.5)
   })
+
+  it("never cuts a character in half, and keeps combining marks inside words", () => {
+    // Adlam letters lie outside the Basic Multilingual Plane: two UTF-16 units each.
+    const adlam = has("𞤀𞤁𞤂")
+    expect(adlam).toContain("w:𞤢𞤣𞤤")
+    expect(adlam).toContain("t:#𞤢𞤣")
+    for (const feature of adlam) expect(feature).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/)
+    // A lone surrogate (half a character) becomes U+FFFD and breaks nothing.
+    expect(has("bad \ud83a half")).toEqual(has("bad \ufffd half"))
+    // Devanagari vowel signs are marks: the word stays whole.
+    expect(has("हिन्दी में खोज")).toContain("w:हिन्दी")
+  })
+
+  it("splits Thai, written without spaces, into character pairs", () => {
+    expect([...has("ค้นหาไม่เจอ")].every((f) => f.startsWith("c:"))).toBe(true)
+    expect(has("ค้นหาไม่เจอ")).toContain("c:หา")
+  })
 })

@@ -89,4 +89,25 @@ describe("POST /suggestions on the labelled set", () => {
     const other = await suggest({ boardId: "b_elsewhere", title: post["title"]!, content: "" }, "org_elsewhere")
     expect(other.body.map((m: { id: string }) => m.id)).toEqual(["q_elsewhere"])
   })
+
+  it("holds its measured quality over the whole set: recall@5 at least 0.8, at most one result per draft with no duplicate", async () => {
+    let found = 0
+    let positives = 0
+    let negativeResults = 0
+    let negatives = 0
+    for (const d of dataset.drafts) {
+      const res = await suggest(d)
+      expect(res.status).toBe(200)
+      const ids = (res.body as Array<{ id: string }>).map((m) => m.id)
+      if (d.expected.length === 0) {
+        negatives++
+        negativeResults += ids.length
+      } else {
+        positives++
+        if (d.expected.some((id) => ids.includes(id))) found++
+      }
+    }
+    expect(found / positives).toBeGreaterThanOrEqual(0.8)
+    expect(negativeResults / negatives).toBeLessThanOrEqual(1)
+  })
 })

@@ -82,4 +82,12 @@ describe("POST /suggestions (lexical)", () => {
     expect(res.status).toBe(200)
     expect(ids(res)[0]).toBe("p_dark")
   })
+
+  it("answers 200 to any script, and to a draft carrying half a character", async () => {
+    for (const title of ["𞤀𞤁𞤂 𞤃𞤄", "हिन्दी में खोज", "ค้นหาไม่เจอ", "half \ud83a a character"]) {
+      const res = await suggest({ title, content: title })
+      expect(res.status).toBe(200)
+      expect(Array.isArray(res.body)).toBe(true)
+    }
+  })
 })

@@ -104,14 +104,18 @@ export class Posts extends Context.Service<Posts, {
         return yield* Effect.die(new Error(`no free slug for ${base} after ${slugAttempts} attempts`))
       }, Effect.orDie)
 
-      const missingLexicon = (limit: number) =>
+      const missingLexicon = Effect.fn("Posts.missingLexicon")((limit: number) =>
         sql<LexiconSource>`SELECT id, board_id AS "boardId", title, content, visibility FROM posts
           WHERE lexicon IS NULL ORDER BY id LIMIT ${limit}`.pipe(Effect.orDie)
+      )
 
-      const setLexicons = (rows: ReadonlyArray<{ readonly id: string; readonly lexicon: string; readonly titleLexicon: string }>) =>
-        sql`UPDATE posts SET lexicon = l.lexicon::tsvector, title_lexicon = l."titleLexicon"::tsvector
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS l(id text, lexicon text, "titleLexicon" text)
-          WHERE posts.id = l.id`.pipe(Effect.asVoid, Effect.orDie)
+      // Only rows still missing theirs: an import that rewrote a post meanwhile has written the right one.
+      const setLexicons = Effect.fn("Posts.setLexicons")(
+        (rows: ReadonlyArray<{ readonly id: string; readonly lexicon: string; readonly titleLexicon: string }>) =>
+          sql`UPDATE posts SET lexicon = l.lexicon::tsvector, title_lexicon = l."titleLexicon"::tsvector
+            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS l(id text, lexicon text, "titleLexicon" text)
+            WHERE posts.id = l.id AND posts.lexicon IS NULL`.pipe(Effect.asVoid, Effect.orDie)
+      )
 
       return Posts.of({
         missingLexicon,

@@ -1,9 +1,9 @@
 import { SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { Sanitizer } from "../content/Sanitizer.js"
-import { Posts } from "../feedback/Posts.js"
-import { boardKey, bodyWeight, lexicon, queryFeatures, tsqueryLiteral, tsvectorLiterals } from "./lexicon.js"
+import { lexiconOf, Posts } from "../feedback/Posts.js"
+import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "./lexicon.js"
 
 export const maxSuggestions = 5
 
@@ -84,7 +84,9 @@ export class Suggestions extends Context.Service<Suggestions, {
       const common = new Map<string, number>()
       const sizes = new Map<string, { readonly n: number; readonly at: number }>()
 
+      /** Bounded: past `cacheSize` keys, the oldest goes. */
       const remember = <V>(map: Map<string, V>, key: string, value: V) => {
+        map.delete(key)
         if (map.size >= cacheSize) map.delete(map.keys().next().value!)
         map.set(key, value)
       }
@@ -113,14 +115,14 @@ export class Suggestions extends Context.Service<Suggestions, {
       const search = (request: SuggestionsRequest, n: number, cap: number, commonTotal: number,
         terms: ReadonlyArray<{ readonly lexeme: string; readonly weight: number }>) =>
         sql<Row>`WITH q AS (
-            SELECT * FROM jsonb_to_recordset(${
+            SELECT idx, tsq::tsquery AS tsq, weight FROM jsonb_to_recordset(${
           JSON.stringify(terms.map(({ lexeme, weight }, idx) => ({ idx, tsq: tsqueryLiteral(lexeme), weight })))
         }::jsonb) AS q(idx int, tsq text, weight float8)
           ), posting AS (
             SELECT q.idx, m.id, m.in_title
             FROM q CROSS JOIN LATERAL (
-              SELECT p.id, p.title_lexicon @@ q.tsq::tsquery AS in_title FROM posts p
-              WHERE p.lexicon @@ q.tsq::tsquery
+              SELECT p.id, p.title_lexicon @@ q.tsq AS in_title FROM posts p
+              WHERE p.lexicon @@ q.tsq
               LIMIT ${cap}
             ) m
           ), feature AS (
@@ -134,7 +136,7 @@ export class Suggestions extends Context.Service<Suggestions, {
             SELECT posting.id, sum(feature.w * CASE WHEN posting.in_title THEN 1 ELSE ${bodyWeight} END) AS score
             FROM posting JOIN feature ON feature.idx = posting.idx AND feature.df < ${cap}
             GROUP BY posting.id
-            ORDER BY score DESC
+            ORDER BY score DESC, posting.id
             LIMIT ${tuning.candidates}
           ), ranked AS (
             SELECT p.id, p.title, p.excerpt, p.slug, hit.score, p.created_at
@@ -192,17 +194,16 @@ export class Suggestions extends Context.Service<Suggestions, {
     const step = Effect.gen(function*() {
       const batch = yield* posts.missingLexicon(500)
       if (batch.length === 0) return false
-      yield* posts.setLexicons(batch.map((post) => ({
-        id: post.id,
-        ...(post.visibility === "public"
-          ? tsvectorLiterals(post.boardId, lexicon(post.title, sanitizer.text(post.content)))
-          : { lexicon: "", titleLexicon: "" })
-      })))
+      yield* posts.setLexicons(batch.map((post) => ({ id: post.id, ...lexiconOf({ ...post, text: sanitizer.text(post.content) }) })))
       return batch.length === 500
     })
     const loop: Effect.Effect<void> = Effect.flatMap(step, (more) => more ? loop : Effect.void)
     yield* Effect.forkScoped(
-      loop.pipe(Effect.catchCause((cause) => Effect.logWarning("Suggestion index back-fill stopped", cause)))
+      loop.pipe(
+        // A database that went away comes back: try again, up to about a minute apart.
+        Effect.retry(Schedule.min([Schedule.exponential("1 second"), Schedule.spaced("1 minute")])),
+        Effect.catchCause((cause) => Effect.logWarning("Suggestion index back-fill stopped", cause))
+      )
     )
   }))
 }

@@ -12,7 +12,11 @@ import { createHash } from "node:crypto"
  *   and "dunkler Modus" share `dun`, `mod`, `dus`…);
  * - `i` initialisms of two to four consecutive words, and short words as
  *   they are ("single sign on" and "SSO" both give `i:sso`);
- * - `c` character bigrams of CJK runs, which have no spaces to split on.
+ * - `c` character bigrams of runs in scripts written without spaces
+ *   (Chinese, Japanese, Korean, Thai, Lao, Khmer, Myanmar).
+ *
+ * Everything counts code points, never UTF-16 units: a letter outside the
+ * Basic Multilingual Plane is never cut in half.
  */
 
 export type Kind = "w" | "p" | "t" | "i" | "c"
@@ -32,17 +36,23 @@ const maxBodyCjkChars = 240
  */
 export const maxWordLength = 40
 
-const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u
-const token = /[\p{L}\p{N}]+/gu
-const runs = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}ー]+|[^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}ー]+/gu
+/** Scripts written without spaces between words: split into character bigrams instead. */
+const unspaced = "\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}ー"
+const cjk = new RegExp(`[${unspaced}]`, "u")
+/** Letters with their combining marks (Devanagari vowel signs are part of the word), and digits. */
+const token = /[\p{L}\p{M}\p{N}]+/gu
+const runs = new RegExp(`[${unspaced}\\p{M}]+|[^${unspaced}]+`, "gu")
 
 /**
  * Lower case, compatibility forms folded, accents removed ("Crème" → "creme",
  * "Ｆｕｌｌ" → "full"). Only the combining diacritical marks block goes: the
  * Japanese voicing marks are part of the letter (ダ is not タ).
  */
+/** Lone UTF-16 surrogates (half a character) become U+FFFD, as `String.prototype.toWellFormed` does. */
+const loneSurrogates = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
 export const fold = (text: string) =>
-  text.normalize("NFKC").toLowerCase().normalize("NFD").replace(/[\u0300-\u036f]+/g, "").normalize("NFC")
+  text.replace(loneSurrogates, "\uFFFD").normalize("NFKC").toLowerCase().normalize("NFD").replace(/[\u0300-\u036f]+/g, "").normalize("NFC")
 
 interface Split {
   readonly words: Array<string>
@@ -63,9 +73,9 @@ const split = (text: string): Split => {
 }
 
 const trigrams = (word: string) => {
-  const padded = `#${word}#`
+  const padded = ["#", ...word, "#"]
   const out: Array<string> = []
-  for (let i = 0; i + 3 <= padded.length; i++) out.push(padded.slice(i, i + 3))
+  for (let i = 0; i + 3 <= padded.length; i++) out.push(padded.slice(i, i + 3).join(""))
   return out
 }
 
@@ -77,7 +87,8 @@ const bigrams = (run: string) => {
   return out
 }
 
-const isLetters = (word: string) => /^\p{L}+$/u.test(word)
+const isLetters = (word: string) => /^[\p{L}\p{M}]+$/u.test(word)
+const length = (word: string) => Array.from(word).length
 
 /** Initialism windows are read this far into a body (posts only: a draft's come from its title). */
 const maxInitialismBodyWords = 40
@@ -92,17 +103,18 @@ const features = (text: string, field: "title" | "body", side: "post" | "draft")
   const words = field === "body" ? all.slice(0, maxBodyWords) : all
   const out = new Set<string>()
   for (const word of words) {
-    if ((word.length < 2 && !/\d/.test(word)) || word.length > maxWordLength) continue
+    const size = length(word)
+    if ((size < 2 && !/\d/.test(word)) || size > maxWordLength) continue
     out.add(`w:${word}`)
-    if (word.length >= 6 && isLetters(word)) out.add(`p:${word.slice(0, 5)}`)
-    if (word.length <= 5 && word.length >= 2) out.add(`i:${word}`)
-    if (field === "title" && word.length >= 3 && isLetters(word)) for (const gram of trigrams(word)) out.add(`t:${gram}`)
+    if (size >= 6 && isLetters(word)) out.add(`p:${Array.from(word).slice(0, 5).join("")}`)
+    if (size <= 5 && size >= 2) out.add(`i:${word}`)
+    if (field === "title" && size >= 3 && isLetters(word)) for (const gram of trigrams(word)) out.add(`t:${gram}`)
   }
   const windowed = field === "title" ? words : side === "post" ? words.slice(0, maxInitialismBodyWords) : []
   for (let size = 2; size <= 4; size++) {
     for (let i = 0; i + size <= windowed.length; i++) {
       const window = windowed.slice(i, i + size)
-      if (window.every((w) => w.length >= 2 && isLetters(w))) out.add(`i:${window.map((w) => w[0]).join("")}`)
+      if (window.every((w) => length(w) >= 2 && isLetters(w))) out.add(`i:${window.map((w) => Array.from(w)[0]).join("")}`)
     }
   }
   let budget = field === "body" ? maxBodyCjkChars : Infinity
@@ -147,7 +159,7 @@ export const queryFeatures = (title: string, body: string): Array<{ readonly fea
  * the GIN index's posting list of a lexeme is one board's, and its length is
  * that board's document frequency.
  */
-export const boardKey = (boardId: string) => createHash("sha256").update(boardId).digest("hex").slice(0, 10)
+export const boardKey = (boardId: string) => createHash("sha256").update(boardId).digest("hex").slice(0, 20)
 
 const quote = (lexeme: string) => `'${lexeme.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`
 
