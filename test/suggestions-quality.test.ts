@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs"
-import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { type Draft, loadDataset } from "../bench/suggestions/dataset.ts"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 
 /**
@@ -9,19 +8,7 @@ import { postJson, startSeededServer, useServer } from "./support/server.js"
  * kind finds its duplicate first, and drafts with no duplicate get nothing.
  * `npm run quality` reports the whole set.
  */
-interface Draft {
-  readonly id: string
-  readonly boardId: string
-  readonly kind: string
-  readonly title: string
-  readonly content: string
-  readonly expected: ReadonlyArray<string>
-}
-const dataset = JSON.parse(readFileSync(join(import.meta.dirname, "..", "bench", "suggestions", "dataset.json"), "utf8")) as {
-  readonly boards: ReadonlyArray<{ readonly id: string; readonly name: string }>
-  readonly posts: ReadonlyArray<Record<string, string>>
-  readonly drafts: ReadonlyArray<Draft>
-}
+const dataset = loadDataset()
 const draft = (id: string) => dataset.drafts.find((d) => d.id === id)!
 
 const server = useServer(() =>

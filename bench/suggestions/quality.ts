@@ -11,42 +11,17 @@
  * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is
  * an admin URL: a fresh database is created and dropped.
  */
-import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
-import { spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
-import { mkdtemp, readFile, writeFile } from "node:fs/promises"
-import { createServer } from "node:net"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Selection } from "../../packages/server/dist/suggestions/Suggestions.js"
-
-interface Dataset {
-  readonly boards: ReadonlyArray<{ readonly id: string; readonly name: string }>
-  readonly posts: ReadonlyArray<{ readonly id: string; readonly boardId: string; readonly title: string; readonly content: string; readonly createdAt: string }>
-  readonly drafts: ReadonlyArray<{
-    readonly id: string
-    readonly boardId: string
-    readonly kind: string
-    readonly title: string
-    readonly content: string
-    readonly expected: ReadonlyArray<string>
-  }>
-}
-type Draft = Dataset["drafts"][number]
+import { freshDatabase, startProcess } from "../support.ts"
+import { type Draft, loadDataset } from "./dataset.ts"
 
 const organizationId = "org_quality"
-const adminUrl = process.env["BENCH_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
 const tune = process.argv.includes("--tune")
-
-const admin = (statement: string) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(adminUrl), maxConnections: 1 }), (sql) => sql.unsafe(statement)))
-      .pipe(Effect.provide(Reactivity.layer))
-  )
-
-const dataset: Dataset = JSON.parse(await readFile(join(import.meta.dirname, "dataset.json"), "utf8"))
+const dataset = loadDataset()
 
 const fixture = {
   organizations: [{
@@ -125,10 +100,7 @@ const report = (outcomes: ReadonlyArray<Outcome>) => {
   console.log(rows.join("\n"))
 }
 
-const database = `hearken_quality_${randomBytes(4).toString("hex")}`
-await admin(`CREATE DATABASE ${database}`)
-const url = new URL(adminUrl)
-url.pathname = `/${database}`
+const database = await freshDatabase("quality")
 const dir = await mkdtemp(join(tmpdir(), "hearken-quality-"))
 const seedFile = join(dir, "fixture.json")
 await writeFile(seedFile, JSON.stringify(fixture))
@@ -139,7 +111,7 @@ try {
     const { Core } = await import("../../packages/server/dist/App.js")
     const { ServerConfig } = await import("../../packages/server/dist/config.js")
     const { select, selection, Suggestions } = await import("../../packages/server/dist/suggestions/Suggestions.js")
-    const env = { DATABASE_URL: url.toString(), SEED_FILE: seedFile, LOG_LEVEL: "warn" }
+    const env = { DATABASE_URL: database.url, SEED_FILE: seedFile, LOG_LEVEL: "warn" }
     const rankings = await Effect.runPromise(Effect.gen(function*() {
       const suggestions = yield* Suggestions
       return yield* Effect.forEach(dataset.drafts, (draft) =>
@@ -180,33 +152,11 @@ try {
     })
     if (process.argv.includes("--verbose")) console.log(coverages.join("\n"))
   } else {
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, "127.0.0.1", () => {
-        const address = probe.address()
-        probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
-      })
-    })
-    const child = spawn(process.execPath, [join(import.meta.dirname, "..", "..", "packages", "server", "dist", "main.js")], {
-      env: {
-        PATH: process.env["PATH"] ?? "",
-        DATABASE_URL: url.toString(),
-        SEED_FILE: seedFile,
-        HOST: "127.0.0.1",
-        PORT: String(port),
-        LOG_LEVEL: "warn",
-        RATE_LIMIT_MULTIPLIER: "100000"
-      },
-      stdio: ["ignore", "inherit", "inherit"]
-    })
-    const origin = `http://127.0.0.1:${port}`
+    const server = await startProcess("main.js", { DATABASE_URL: database.url, SEED_FILE: seedFile, RATE_LIMIT_MULTIPLIER: "100000" })
     try {
-      for (let i = 0; (await fetch(`${origin}/health`).then((r) => r.status, () => 0)) !== 200; i++) {
-        if (i > 300) throw new Error("the server did not start")
-        await new Promise((r) => setTimeout(r, 100))
-      }
       const outcomes: Array<Outcome> = []
       for (const draft of dataset.drafts) {
-        const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
+        const res = await fetch(`${server.origin}/api/widget/v1/suggestions`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ organizationId, boardId: draft.boardId, title: draft.title, content: draft.content })
@@ -217,9 +167,9 @@ try {
       console.log(`${dataset.posts.length} posts on ${dataset.boards.length} boards, ${dataset.drafts.length} drafts, through POST /suggestions\n`)
       report(outcomes)
     } finally {
-      await new Promise<void>((r) => (child.once("exit", () => r()), child.kill("SIGTERM")))
+      await server.stop()
     }
   }
 } finally {
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  await database.drop()
 }

@@ -19,33 +19,16 @@
  * The posts are inserted with SQL, their lexicon computed by the server's own
  * function, so that filling 100k posts takes seconds, not an import.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
-import type { SqlClient } from "effect/sql"
-import { spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
-import { readFile } from "node:fs/promises"
-import { createServer } from "node:net"
-import { join } from "node:path"
+import { Effect } from "effect"
 import { lexiconOf } from "../../packages/server/dist/feedback/Posts.js"
+import { freshDatabase, percentile, startProcess, withSql } from "../support.ts"
+import { loadDataset } from "./dataset.ts"
 
-const adminUrl = process.env["BENCH_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
 const sizes = (process.env["BENCH_SIZES"] ?? "1000,10000,100000").split(",").map(Number)
 const concurrentSize = Number(process.env["BENCH_CONCURRENT_SIZE"] ?? 10_000)
 const organizationId = "org_bench"
 const boardId = "b_bench"
-
-const withSql = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(url), maxConnections: 1 }), f)).pipe(Effect.provide(Reactivity.layer))
-  )
-
-interface Dataset {
-  readonly posts: ReadonlyArray<{ readonly title: string; readonly content: string }>
-  readonly drafts: ReadonlyArray<{ readonly title: string; readonly content: string }>
-}
-const dataset: Dataset = JSON.parse(await readFile(process.env["BENCH_DATASET"] ?? join(import.meta.dirname, "dataset.json"), "utf8"))
+const dataset = loadDataset(process.env["BENCH_DATASET"])
 
 /** Words of the labelled posts, with their counts; CJK text is kept as 2-character pieces. */
 const vocabulary = (() => {
@@ -119,28 +102,10 @@ const fill = async (url: string, from: number, to: number) => {
   await withSql(url, (sql) => sql`VACUUM ANALYZE posts`)
 }
 
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
-    })
-  })
-
-const database = `hearken_speed_${randomBytes(4).toString("hex")}`
-await withSql(adminUrl, (sql) => sql.unsafe(`CREATE DATABASE ${database}`))
-const url = new URL(adminUrl)
-url.pathname = `/${database}`
-const dbUrl = url.toString()
-
-const port = await freePort()
-const server = spawn(process.execPath, [join(import.meta.dirname, "..", "..", "packages", "server", "dist", "main.js")], {
-  env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: dbUrl, HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "warn", RATE_LIMIT_MULTIPLIER: "1000000" },
-  stdio: ["ignore", "inherit", "inherit"]
-})
-const origin = `http://127.0.0.1:${port}`
+const database = await freshDatabase("speed")
+const dbUrl = database.url
+const server = await startProcess("main.js", { DATABASE_URL: dbUrl, RATE_LIMIT_MULTIPLIER: "1000000" })
+const origin = server.origin
 
 const suggest = async (draft: { readonly title: string; readonly content: string }) => {
   const started = performance.now()
@@ -155,10 +120,6 @@ const suggest = async (draft: { readonly title: string; readonly content: string
 }
 
 try {
-  for (let i = 0; (await fetch(`${origin}/health`).then((r) => r.status, () => 0)) !== 200; i++) {
-    if (i > 300) throw new Error("the server did not start")
-    await new Promise((r) => setTimeout(r, 100))
-  }
   await withSql(dbUrl, (sql) =>
     Effect.all([
       sql`INSERT INTO organizations (id, name) VALUES (${organizationId}, 'Bench')`,
@@ -193,7 +154,6 @@ try {
     console.log(`| ${size.toLocaleString("en")} | ${ms(0.5)} | ${ms(0.95)} | ${ms(0.99)} | ${concurrent} |`)
   }
 } finally {
-  await new Promise<void>((r) => (server.once("exit", () => r()), server.kill("SIGTERM")))
-  if (process.env["BENCH_KEEP"] === "1") console.log(`kept ${dbUrl}`)
-  else await withSql(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`))
+  await server.stop()
+  await database.drop()
 }

@@ -11,37 +11,14 @@
  * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is
  * an admin URL: a fresh database is created and dropped.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
-import { spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { createServer } from "node:http"
-import { createServer as createNetServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { freshDatabase, percentile, startProcess } from "./support.ts"
 
-const adminUrl = process.env["BENCH_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
 const latencyPosts = Number(process.env["BENCH_LATENCY_POSTS"] ?? 200)
 const backlog = Number(process.env["BENCH_BACKLOG"] ?? 3000)
-const dist = join(import.meta.dirname, "..", "packages", "server", "dist")
-
-const admin = (statement: string) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(adminUrl), maxConnections: 1 }), (sql) => sql.unsafe(statement)))
-      .pipe(Effect.provide(Reactivity.layer))
-  )
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createNetServer().listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
-    })
-  })
-
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
 const ms = (n: number) => `${n.toFixed(1)} ms`
 
 /** Arrival time of each delivery, by post id. */
@@ -68,10 +45,7 @@ const waitForArrivals = async (count: number, timeoutMs: number) => {
   }
 }
 
-const database = `hearken_bench_${randomBytes(4).toString("hex")}`
-await admin(`CREATE DATABASE ${database}`)
-const url = new URL(adminUrl)
-url.pathname = `/${database}`
+const database = await freshDatabase("bench")
 const dir = await mkdtemp(join(tmpdir(), "hearken-bench-"))
 await writeFile(join(dir, "fixture.json"), JSON.stringify({
   organizations: [{
@@ -83,29 +57,10 @@ await writeFile(join(dir, "fixture.json"), JSON.stringify({
   }]
 }))
 const env = {
-  PATH: process.env["PATH"] ?? "",
-  DATABASE_URL: url.toString(),
+  DATABASE_URL: database.url,
   SEED_FILE: join(dir, "fixture.json"),
-  HOST: "127.0.0.1",
-  LOG_LEVEL: "warn",
   RATE_LIMIT_MULTIPLIER: "100000",
   WEBHOOK_ALLOW_PRIVATE_URLS: "true"
-}
-
-const start = async (script: string, extra: Record<string, string>) => {
-  const port = await freePort()
-  const child = spawn(process.execPath, [join(dist, script)], { env: { ...env, PORT: String(port), ...extra }, stdio: ["ignore", "inherit", "inherit"] })
-  const origin = `http://127.0.0.1:${port}`
-  if (script === "main.js") {
-    for (let i = 0; (await fetch(`${origin}/health`).then((r) => r.status, () => 0)) !== 200; i++) {
-      if (i > 300) throw new Error("the server did not start")
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-  return {
-    origin,
-    stop: () => new Promise<void>((r) => (child.once("exit", () => r()), child.kill("SIGTERM")))
-  }
 }
 
 const post = async (origin: string, title: string) => {
@@ -120,7 +75,7 @@ const post = async (origin: string, title: string) => {
 
 try {
   // 1. First-attempt latency, worker in the server process.
-  const server = await start("main.js", {})
+  const server = await startProcess("main.js", env)
   for (let i = 0; i < 20; i++) await post(server.origin, `warm-up ${i}`)
   await waitForArrivals(20, 10_000)
   const latencies: Array<number> = []
@@ -134,13 +89,13 @@ try {
   latencies.sort((a, b) => a - b)
 
   // 2. One dedicated worker drains a backlog.
-  const api = await start("main.js", { WEBHOOK_WORKER: "false", SEED_FILE: "" })
+  const api = await startProcess("main.js", { ...env, WEBHOOK_WORKER: "false", SEED_FILE: "" })
   const before = arrivals.size
   for (let i = 0; i < backlog; i += 25) {
     await Promise.all(Array.from({ length: Math.min(25, backlog - i) }, (_, j) => post(api.origin, `backlog ${i + j}`)))
   }
   const started = performance.now()
-  const worker = await start("worker.js", { SEED_FILE: "" })
+  const worker = await startProcess("worker.js", { ...env, SEED_FILE: "" })
   await waitForArrivals(before + backlog, 120_000)
   const drained = performance.now()
   const backlogArrivals = [...arrivals.values()].slice(before).sort((a, b) => a - b)
@@ -155,5 +110,5 @@ try {
   console.log(`  ${((drained - started) / 1000).toFixed(2)} s in all, including the worker's start (${((first - started) / 1000).toFixed(2)} s)`)
 } finally {
   receiver.close()
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  await database.drop()
 }
