@@ -37,8 +37,9 @@ export const select = <A extends { readonly coverage: number }>(ranked: Readonly
 export const tuning = {
   /**
    * A feature in this many posts is too common to fetch: it is left out of the
-   * ranking (its IDF is low anyway) and remembered. Bounds the postings one
-   * feature costs, whatever the board's size.
+   * ranking and remembered. Bounds the postings one feature costs, whatever
+   * the board's size; on a large board, common but meaningful words drop out
+   * and a draft's rarer words carry the match (decision 0008).
    */
   common: 100,
   /** Features of one draft considered, title first. */
