@@ -1,46 +1,31 @@
 /** What the benchmarks share: a fresh database, the server as a process, percentiles. */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
-import type { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { createServer } from "node:net"
 import { join } from "node:path"
+import { withClient } from "../test/support/database.ts"
+import { freePort } from "../test/support/net.ts"
 
 /** An admin URL: BENCH_DATABASE_URL, or the local PostgreSQL. */
 export const adminUrl = process.env["BENCH_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
 
 export const dist = join(import.meta.dirname, "..", "packages", "server", "dist")
 
-/** Runs `f` with a one-connection client on `url`. */
-export const withSql = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(PgClient.make({ url: Redacted.make(url), maxConnections: 1 }), f)).pipe(Effect.provide(Reactivity.layer))
-  )
+export { withClient as withSql }
 
 /** A new, empty database; `drop` removes it (unless BENCH_KEEP=1, which prints its URL instead). */
 export const freshDatabase = async (prefix: string) => {
   const name = `hearken_${prefix}_${randomBytes(4).toString("hex")}`
-  await withSql(adminUrl, (sql) => sql.unsafe(`CREATE DATABASE ${name}`))
+  await withClient(adminUrl, (sql) => sql.unsafe(`CREATE DATABASE ${name}`))
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return {
     url: url.toString(),
     drop: async () => {
       if (process.env["BENCH_KEEP"] === "1") console.log(`kept ${url.toString()}`)
-      else await withSql(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+      else await withClient(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
     }
   }
 }
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0))
-    })
-  })
 
 /**
  * `node packages/server/dist/SCRIPT` on a free loopback port with `env` (plus

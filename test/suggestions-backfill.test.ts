@@ -6,6 +6,7 @@ import { baseFixture } from "./support/fixtures.js"
 import { createDatabase } from "./support/database.js"
 import { freePort, spawnServer, waitForHealth } from "./support/process.js"
 import { postJson } from "./support/server.js"
+import { eventually } from "./support/wait.js"
 
 const db = await createDatabase()
 afterAll(() => db.drop())
@@ -40,13 +41,10 @@ describe("the suggestion index of posts written before it existed", () => {
     await db.query((sql) => sql`UPDATE posts SET lexicon = NULL, title_lexicon = NULL`)
     const second = spawnServer(env, await freePort())
     await waitForHealth(second.origin)
-    const deadline = Date.now() + 20_000
-    for (;;) {
+    await eventually("the back-fill to finish", async () => {
       const [row] = await db.query((sql) => sql`SELECT count(*)::int AS missing FROM posts WHERE lexicon IS NULL`)
-      if (row!["missing"] === 0) break
-      if (Date.now() > deadline) throw new Error(`back-fill incomplete: ${JSON.stringify(row)}`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
+      return row!["missing"] === 0 || undefined
+    }, { everyMs: 100 })
     expect((await suggest(second.origin)).body.map((m: { id: string }) => m.id)).toEqual(["p_777"])
     // Private posts get an empty lexicon: back-filled, never found.
     const privateRows = await db.query((sql) =>

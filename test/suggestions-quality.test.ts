@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { type Draft, loadDataset } from "../bench/suggestions/dataset.ts"
+import { datasetOrganization, type Draft, loadDataset } from "../bench/suggestions/dataset.ts"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 
 /**
@@ -13,13 +13,7 @@ const draft = (id: string) => dataset.drafts.find((d) => d.id === id)!
 
 const server = useServer(() =>
   startSeededServer({
-    organizations: [{
-      id: "org_quality",
-      name: "Quality",
-      statuses: [{ id: "st_quality", name: "Open" }],
-      boards: dataset.boards.map((b, i) => ({ id: b.id, name: b.name, slug: `board-${i}`, visibility: "public" })),
-      posts: dataset.posts
-    }, {
+    organizations: [datasetOrganization(dataset), {
       id: "org_elsewhere",
       name: "Elsewhere",
       statuses: [{ id: "st_elsewhere", name: "Open" }],

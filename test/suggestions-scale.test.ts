@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
+import { seedScript, spawnScript } from "./support/process.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 
 /**
@@ -33,11 +33,8 @@ const ids = (res: { body: Array<{ id: string }> }) => res.body.map((m) => m.id)
 const seed = async (file: unknown) => {
   const dir = await mkdtemp(join(tmpdir(), "hearken-reimport-"))
   await writeFile(join(dir, "fixture.json"), JSON.stringify(file))
-  const child = spawn(process.execPath, [join(import.meta.dirname, "..", "packages", "server", "dist", "seed.js"), join(dir, "fixture.json")], {
-    env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: server.db.url, LOG_LEVEL: "error" },
-    stdio: "ignore"
-  })
-  expect(await new Promise((resolve) => child.once("exit", resolve))).toBe(0)
+  const seeding = spawnScript(seedScript, [join(dir, "fixture.json")], { DATABASE_URL: server.db.url, LOG_LEVEL: "error" })
+  expect(await seeding.exited).toBe(0)
 }
 
 describe("suggestions on a board where a word is common", () => {

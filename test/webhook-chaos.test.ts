@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { adminUrl } from "./support/database.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { eventually } from "./support/wait.js"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
@@ -58,15 +59,12 @@ describe("webhooks while PostgreSQL connections are killed", () => {
     expect(acknowledged.length).toBeGreaterThan(120)
 
     // Everything settles: no delivery is left pending once the connections stay up.
-    const deadline = Date.now() + 30_000
-    for (;;) {
+    await eventually("every delivery to succeed", async () => {
       const [row] = await server.db.query((sql) =>
         sql`SELECT count(*)::int AS pending FROM webhook_deliveries WHERE status <> 'succeeded'`
       )
-      if (row!["pending"] === 0) break
-      if (Date.now() > deadline) throw new Error(`deliveries still pending: ${JSON.stringify(row)}`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
+      return row!["pending"] === 0 || undefined
+    }, { timeoutMs: 30_000, everyMs: 100 })
     await new Promise((r) => setTimeout(r, 500))
 
     const received = receiver.at("/chaos").map((r) => ({ id: String(r.headers["webhook-id"]), post: JSON.parse(r.body).data.id as string }))

@@ -13,6 +13,7 @@ import {
   workerScript
 } from "./support/process.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
+import { eventually } from "./support/wait.js"
 import { postJson } from "./support/server.js"
 
 /**
@@ -91,13 +92,12 @@ const deliveryOf = async (endpointId: string) => {
   return rows[0] as { id: string; status: string; attempts: number; messageId: string }
 }
 
-const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+/** Resolves once the newest delivery to `endpointId` has `status`. */
+const deliveryReaches = (endpointId: string, status: string) =>
+  eventually(`a ${status} delivery to ${endpointId}`, async () => {
+    const delivery = await deliveryOf(endpointId)
+    return delivery?.status === status ? delivery : undefined
+  })
 
 describe("webhook delivery across processes", () => {
   it("delivers after a server restart in the middle of the retries, under the same webhook-id", async () => {
@@ -113,10 +113,10 @@ describe("webhook delivery across processes", () => {
 
     healthy = true
     const second = await start()
-    await until("the delivery to succeed", async () => (await deliveryOf("wh_restart")).status === "succeeded")
+    const delivered = await deliveryReaches("wh_restart", "succeeded")
     const received = receiver.at("/restart")
     expect(received.length).toBe(beforeRestart + 1)
-    expect(new Set(received.map((r) => r.headers["webhook-id"]))).toEqual(new Set([(await deliveryOf("wh_restart")).messageId]))
+    expect(new Set(received.map((r) => r.headers["webhook-id"]))).toEqual(new Set([delivered.messageId]))
     expect(JSON.parse(received.at(-1)!.body).data.id).toBe(res.body.id)
     expect(await stop(second)).toBe(0)
   })
@@ -178,8 +178,7 @@ describe("webhook delivery across processes", () => {
     const res = await post(api, "org_cli")
     expect(res.status).toBe(200)
     // The dedicated workers of the previous test are still running.
-    await until("the delivery to fail", async () => (await deliveryOf("wh_cli")).status === "failed")
-    const failed = await deliveryOf("wh_cli")
+    const failed = await deliveryReaches("wh_cli", "failed")
 
     const listed = await cli("failed")
     expect(listed.code).toBe(0)
@@ -196,7 +195,7 @@ describe("webhook delivery across processes", () => {
       code: 0,
       output: `Queued ${failed.id} again (was failed); it keeps webhook-id ${failed.messageId}.\n`
     })
-    await until("the redelivery", async () => (await deliveryOf("wh_cli")).status === "succeeded")
+    await deliveryReaches("wh_cli", "succeeded")
     expect(receiver.at("/cli").map((r) => r.headers["webhook-id"])).toEqual([failed.messageId, failed.messageId])
     expect((await cli("failed")).output).not.toContain(failed.id)
 
@@ -216,7 +215,7 @@ describe("webhook delivery across processes", () => {
     expect(receiver.at("/cli")).toHaveLength(before)
 
     expect(await cli("resume", "wh_cli")).toEqual({ code: 0, output: "Resumed wh_cli; 1 held delivery is due now.\n" })
-    await until("the held delivery", async () => (await deliveryOf("wh_cli")).status === "succeeded")
+    await deliveryReaches("wh_cli", "succeeded")
     expect(JSON.parse(receiver.at("/cli").at(-1)!.body).data.title).toBe("While paused")
     expect(await cli("resume", "wh_cli")).toEqual({ code: 0, output: "Endpoint wh_cli was not paused; its failure count is reset.\n" })
     expect(await cli("resume", "wh_nope")).toEqual({ code: 1, output: "No webhook endpoint wh_nope.\n" })

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { blockedRange } from "../packages/server/dist/webhooks/AddressGuard.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { eventually } from "./support/wait.js"
 
 describe("the SSRF guard's address list", () => {
   it.each([
@@ -82,16 +83,13 @@ describe("webhook URLs with the guard on (the default)", () => {
   it("refuses every loopback, private, link-local, CGNAT, multicast and metadata target: a failed delivery with its reason", async () => {
     const res = await postJson(`${server.api}/feedback`, { organizationId: "org_ssrf", boardId: "b_org_ssrf", title: "Reach in", content: "" })
     expect(res.status).toBe(200)
-    const deadline = Date.now() + 15_000
-    let rows: ReadonlyArray<Record<string, unknown>> = []
-    while (Date.now() < deadline) {
-      rows = await server.db.query((sql) =>
+    const rows = await eventually("every delivery to settle", async () => {
+      const rows = await server.db.query((sql) =>
         sql`SELECT endpoint_id AS "endpointId", status, attempts, last_error AS "lastError"
             FROM webhook_deliveries ORDER BY endpoint_id`
       )
-      if (rows.length === refusedUrls.length && rows.every((r) => r["status"] !== "pending")) break
-      await new Promise((r) => setTimeout(r, 100))
-    }
+      return rows.length === refusedUrls.length && rows.every((r) => r["status"] !== "pending") ? rows : undefined
+    }, { timeoutMs: 15_000, everyMs: 100 })
     expect(rows).toHaveLength(refusedUrls.length)
     for (const [i, [url, reason]] of refusedUrls.entries()) {
       const row = rows.find((r) => r["endpointId"] === `wh_ssrf_${i}`)!

@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
 import { endpoint, Receiver, testWebhookSecret, webhookOrganization } from "./support/receiver.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { eventually } from "./support/wait.js"
 
 const receiver = await Receiver.start()
 afterAll(() => receiver.close())
@@ -52,15 +53,11 @@ const delivery = async (postId: string, endpointId: string) => {
   return rows as Array<Record<string, unknown>>
 }
 
-const settled = async (postId: string, endpointId: string, timeoutMs = 10_000) => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
+const settled = (postId: string, endpointId: string, timeoutMs = 10_000) =>
+  eventually(`the delivery of ${postId} to ${endpointId} to settle`, async () => {
     const [row] = await delivery(postId, endpointId)
-    if (row !== undefined && row["status"] !== "pending") return row
-    if (Date.now() > deadline) throw new Error(`delivery of ${postId} to ${endpointId} did not settle: ${JSON.stringify(row)}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+    return row !== undefined && row["status"] !== "pending" ? row : undefined
+  }, { timeoutMs })
 
 describe("feedback.post.created webhooks", () => {
   it("delivers a body matching the post, signed so that standardwebhooks verifies it", async () => {

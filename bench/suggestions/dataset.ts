@@ -26,3 +26,15 @@ export interface Dataset {
 }
 
 export const loadDataset = (path = join(import.meta.dirname, "dataset.json")): Dataset => JSON.parse(readFileSync(path, "utf8"))
+
+/** The organization that holds the set when it is imported. */
+export const qualityOrganizationId = "org_quality"
+
+/** The set as one organization of the fixture format (CONTRACT §3): its boards public, its posts as written. */
+export const datasetOrganization = (dataset: Dataset) => ({
+  id: qualityOrganizationId,
+  name: "Quality",
+  statuses: [{ id: "st_quality", name: "Open" }],
+  boards: dataset.boards.map((b, i) => ({ id: b.id, name: b.name, slug: `board-${i}`, visibility: "public" as const })),
+  posts: dataset.posts
+})

@@ -17,21 +17,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Selection } from "../../packages/server/dist/suggestions/Suggestions.js"
 import { freshDatabase, startProcess } from "../support.ts"
-import { type Draft, loadDataset } from "./dataset.ts"
+import { datasetOrganization, type Draft, loadDataset, qualityOrganizationId as organizationId } from "./dataset.ts"
 
-const organizationId = "org_quality"
 const tune = process.argv.includes("--tune")
 const dataset = loadDataset()
 
-const fixture = {
-  organizations: [{
-    id: organizationId,
-    name: "Quality",
-    statuses: [{ id: "st_quality", name: "Open" }],
-    boards: dataset.boards.map((b, i) => ({ id: b.id, name: b.name, slug: `board-${i}`, visibility: "public" })),
-    posts: dataset.posts.map((p) => ({ id: p.id, boardId: p.boardId, title: p.title, content: p.content, createdAt: p.createdAt }))
-  }]
-}
+const fixture = { organizations: [datasetOrganization(dataset)] }
 
 /** Per-draft outcome: the rank (1-based) of the first expected post in the answer, and the answer's length. */
 interface Outcome {

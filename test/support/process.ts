@@ -1,21 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { createServer } from "node:net"
 import { join } from "node:path"
+import { eventually } from "./wait.js"
 
 const dist = join(import.meta.dirname, "..", "..", "packages", "server", "dist")
 export const mainScript = join(dist, "main.js")
 export const workerScript = join(dist, "worker.js")
 export const webhooksCliScript = join(dist, "webhooks-cli.js")
+export const seedScript = join(dist, "seed.js")
 
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer()
-    probe.once("error", reject)
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
+export { freePort } from "./net.js"
 
 export interface ServerProcess {
   readonly child: ChildProcess
@@ -42,16 +35,10 @@ export const spawnScript = (script: string, args: ReadonlyArray<string>, env: Re
   return { child, origin: `http://127.0.0.1:${port}`, output: () => out, exited }
 }
 
-export const waitForHealth = async (origin: string, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      const res = await fetch(`${origin}/health`)
-      if (res.status === 200) return
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${origin} did not become healthy`)
-    await new Promise((r) => setTimeout(r, 200))
-  }
-}
+export const waitForHealth = (origin: string, timeoutMs = 30_000) =>
+  eventually(
+    `${origin} to become healthy`,
+    // A refused connection means not listening yet.
+    () => fetch(`${origin}/health`).then((res) => res.status === 200 || undefined, () => undefined),
+    { timeoutMs, everyMs: 200 }
+  )

@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
+import { eventually } from "./wait.js"
 
 export interface Received {
   readonly path: string
@@ -77,15 +78,12 @@ export class Receiver {
   }
 
   /** Resolves once `path` has received `count` requests; fails after `timeoutMs`. */
-  async waitFor(path: string, count: number, timeoutMs = 15_000): Promise<Array<Received>> {
-    const deadline = Date.now() + timeoutMs
-    while (this.at(path).length < count) {
-      if (Date.now() > deadline) {
-        throw new Error(`${path} received ${this.at(path).length} of ${count} requests within ${timeoutMs} ms`)
-      }
-      await new Promise((r) => setTimeout(r, 20))
-    }
-    return this.at(path)
+  waitFor(path: string, count: number, timeoutMs = 15_000): Promise<Array<Received>> {
+    return eventually(
+      `${count} requests to ${path}`,
+      async () => this.at(path).length >= count ? this.at(path) : undefined,
+      { timeoutMs, everyMs: 20, describe: () => `${this.at(path).length} arrived` }
+    )
   }
 
   /** Drops every open connection, as a receiver that crashed would. */
