@@ -34,6 +34,9 @@ export const lexiconOf = (post: {
   readonly visibility: "public" | "private"
 }) => post.visibility === "public" ? tsvectorLiterals(post.boardId, lexicon(post.title, post.text)) : { lexicon: "", titleLexicon: "" }
 
+/** A post's two lexicon columns, as `tsvector` literals. */
+export type Lexicons = ReturnType<typeof lexiconOf>
+
 export interface LexiconSource {
   readonly id: string
   readonly boardId: string
@@ -55,7 +58,7 @@ export class Posts extends Context.Service<Posts, {
   /** Up to `limit` posts whose lexicon is not computed yet (written before it existed). */
   readonly missingLexicon: (limit: number) => Effect.Effect<ReadonlyArray<LexiconSource>>
   /** Stores computed lexicons (`tsvector` literals) by post id. */
-  readonly setLexicons: (rows: ReadonlyArray<{ readonly id: string; readonly lexicon: string; readonly titleLexicon: string }>) => Effect.Effect<void>
+  readonly setLexicons: (rows: ReadonlyArray<{ readonly id: string } & Lexicons>) => Effect.Effect<void>
 }>()("hearken/Posts") {
   static readonly layer = Layer.effect(
     Posts,
@@ -77,7 +80,7 @@ export class Posts extends Context.Service<Posts, {
             Effect.map((rows) => new Set(rows.map((row) => row.slug)))
           )
 
-      const tryInsert = (post: NewPost, slug: string, lexicons: ReturnType<typeof lexiconOf>) =>
+      const tryInsert = (post: NewPost, slug: string, lexicons: Lexicons) =>
         sql<typeof InsertedPost.Type>`INSERT INTO posts
             (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source,
              contact_id, lexicon, title_lexicon, created_at, updated_at)
@@ -111,7 +114,7 @@ export class Posts extends Context.Service<Posts, {
 
       // Only rows still missing theirs: an import that rewrote a post meanwhile has written the right one.
       const setLexicons = Effect.fn("Posts.setLexicons")(
-        (rows: ReadonlyArray<{ readonly id: string; readonly lexicon: string; readonly titleLexicon: string }>) =>
+        (rows: ReadonlyArray<{ readonly id: string } & Lexicons>) =>
           sql`UPDATE posts SET lexicon = l.lexicon::tsvector, title_lexicon = l."titleLexicon"::tsvector
             FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS l(id text, lexicon text, "titleLexicon" text)
             WHERE posts.id = l.id AND posts.lexicon IS NULL`.pipe(Effect.asVoid, Effect.orDie)
