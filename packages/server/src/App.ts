@@ -7,6 +7,9 @@ import { createServer } from "node:http"
 import { Boards } from "./boards/Boards.js"
 import { ServerConfig } from "./config.js"
 import { Sanitizer } from "./content/Sanitizer.js"
+import { Embedder, EmbeddingSignal } from "./embeddings/Embedder.js"
+import { EmbeddingRepo } from "./embeddings/EmbeddingRepo.js"
+import { Embeddings } from "./embeddings/Embeddings.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
 import { Importer } from "./fixtures/Importer.js"
@@ -29,7 +32,7 @@ import { WebhookWorker } from "./webhooks/WebhookWorker.js"
 /** Every service, built once at start-up. */
 const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, Updates.layer, Importer.layer).pipe(
   Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layer, WebhookRepo.layer)),
-  Layer.provideMerge(Sanitizer.layer)
+  Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingRepo.layer, EmbeddingSignal.layer))
 )
 
 const Api = HttpApiBuilder.layer(HearkenApi, { openapiPath: "/docs/openapi.json" }).pipe(
@@ -83,13 +86,15 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
 
 /**
  * The whole server: the database migrated and seeded first, then HTTP on
- * `PORT`, the suggestion index back-fill and, unless `WEBHOOK_WORKER=false`,
- * the webhook worker. Needs `ServerConfig`.
+ * `PORT`, the suggestion index back-fill, the embedding worker when
+ * `EMBEDDINGS_URL` is set and, unless `WEBHOOK_WORKER=false`, the webhook
+ * worker. Needs `ServerConfig`.
  */
 export const App = Layer.mergeAll(
   HttpRouter.serve(Routes, { disableLogger: true }).pipe(Layer.provideMerge(HttpServerLive)),
   WebhookWorker.layer,
-  Suggestions.layerBackfill
+  Suggestions.layerBackfill,
+  Embedder.layer
 ).pipe(Layer.provide(Core))
 
 /** The migrated database and the log level, without the API: for workers and operator commands. */

@@ -10,6 +10,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { Boards } from "../boards/Boards.js"
+import { EmbeddingSignal } from "../embeddings/Embedder.js"
 import { Sanitizer, truncate } from "../content/Sanitizer.js"
 import { Contacts } from "../identity/Contacts.js"
 import { IdentityTokens } from "../identity/IdentityTokens.js"
@@ -33,6 +34,7 @@ export class Feedback extends Context.Service<Feedback, {
       const identity = yield* IdentityTokens
       const contacts = yield* Contacts
       const outbox = yield* WebhookOutbox
+      const embedding = yield* EmbeddingSignal
 
       const create = Effect.fn("Feedback.create")(function*(request: FeedbackRequest) {
         const board = yield* boards.find(request.organizationId, request.boardId)
@@ -81,6 +83,8 @@ export class Feedback extends Context.Service<Feedback, {
             contactId,
             metadata
           })
+          // Embedded in the background once committed: the answer does not wait for the embeddings API.
+          yield* sql.afterCommit(embedding.postCreated(id))
           return post
         })).pipe(Effect.orDie)
         return new CreatedPost({

@@ -1,9 +1,11 @@
 import { SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
-import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { Sanitizer } from "../content/Sanitizer.js"
 import { lexiconOf, Posts } from "../feedback/Posts.js"
+import { fuse } from "./fuse.js"
 import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "./lexicon.js"
+import { Semantic } from "./Semantic.js"
 
 export const maxSuggestions = 5
 
@@ -72,7 +74,14 @@ interface Row {
 }
 
 export class Suggestions extends Context.Service<Suggestions, {
+  /**
+   * What the widget shows (spec §4.1): the nearest posts by meaning fused
+   * with the lexical matches, or the lexical matches alone when embeddings
+   * are not configured, fail, time out or find nothing within the distance.
+   */
   readonly suggest: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
+  /** The lexical answer alone (decision 0008). */
+  readonly lexical: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
   /** Every candidate with its coverage, best first, before the threshold: for tuning and the quality report. */
   readonly rank: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<Ranked>>
 }>()("hearken/Suggestions") {
@@ -81,6 +90,7 @@ export class Suggestions extends Context.Service<Suggestions, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const sanitizer = yield* Sanitizer
+      const semantic = yield* Semantic
       /** Lexemes known to be in at least `cap` posts: not fetched again for a while. */
       const common = new Map<string, number>()
       const sizes = new Map<string, { readonly n: number; readonly at: number }>()
@@ -150,8 +160,9 @@ export class Suggestions extends Context.Service<Suggestions, {
           FROM total LEFT JOIN ranked ON true
           ORDER BY ranked.score DESC NULLS LAST, ranked.created_at DESC, ranked.id`
 
-      const rank = Effect.fn("Suggestions.rank")(function*(request: SuggestionsRequest) {
-        const features = queryFeatures(request.title, sanitizer.text(request.content)).slice(0, tuning.maxFeatures)
+      /** `text`: the draft's content as plain text. */
+      const rankText = Effect.fnUntraced(function*(request: SuggestionsRequest, text: string) {
+        const features = queryFeatures(request.title, text).slice(0, tuning.maxFeatures)
         if (features.length === 0) return []
         const now = yield* Clock.currentTimeMillis
         const n = yield* boardSize(request.organizationId, request.boardId, now)
@@ -176,14 +187,28 @@ export class Suggestions extends Context.Service<Suggestions, {
         )
       }, Effect.orDie)
 
+      const rank = Effect.fn("Suggestions.rank")((request: SuggestionsRequest) => rankText(request, sanitizer.text(request.content)))
+
+      const lexicalText = (request: SuggestionsRequest, text: string) =>
+        Effect.map(rankText(request, text), (ranked) => select(ranked).slice(0, maxSuggestions).map((r) => r.match))
+
+      const lexical = Effect.fn("Suggestions.lexical")((request: SuggestionsRequest) => lexicalText(request, sanitizer.text(request.content)))
+
+      // Both halves at once: the answer takes the longer of the two, never their sum.
       const suggest = Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
-        const ranked = yield* rank(request)
-        return select(ranked).slice(0, maxSuggestions).map((r) => r.match)
+        const text = sanitizer.text(request.content)
+        const [words, meaning] = yield* Effect.all([
+          lexicalText(request, text),
+          semantic.nearest({ ...request, text, limit: maxSuggestions })
+        ], { concurrency: 2 })
+        if (Option.isNone(meaning) || meaning.value.length === 0) return words
+        const near = meaning.value.map((post) => new SuggestionMatch({ id: post.id, title: post.title, excerpt: post.excerpt, slug: post.slug }))
+        return fuse([near, words], maxSuggestions)
       })
 
-      return Suggestions.of({ suggest, rank })
+      return Suggestions.of({ suggest, lexical, rank })
     })
-  )
+  ).pipe(Layer.provide(Semantic.layer))
 
   /**
    * Computes the lexicon of posts written before it existed, in the

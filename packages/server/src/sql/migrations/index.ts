@@ -3,11 +3,13 @@ import initial from "./0001_initial.js"
 import contacts from "./0002_contacts.js"
 import webhooks from "./0003_webhooks.js"
 import lexicon from "./0004_lexicon.js"
+import embeddings from "./0005_embeddings.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
   "0001_initial": initial,
   "0002_contacts": contacts,
   "0003_webhooks": webhooks,
-  "0004_lexicon": lexicon
+  "0004_lexicon": lexicon,
+  "0005_embeddings": embeddings
 })

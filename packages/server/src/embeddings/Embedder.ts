@@ -1,0 +1,173 @@
+import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
+import { randomUUID } from "node:crypto"
+import { ServerConfig } from "../config.js"
+import { Sanitizer } from "../content/Sanitizer.js"
+import { EmbeddingRepo } from "./EmbeddingRepo.js"
+import { embeddingInput, Embeddings, type Model } from "./Embeddings.js"
+
+/** Posts embedded in one call. */
+export const batchSize = 32
+/** The back-fill looks for posts that are due (imported, changed, failed earlier) at least this often. */
+export const maxSweepMs = 10_000
+/** No post waits longer than this between two tries. */
+export const maxRetryMs = 60 * 60_000
+/** New posts remembered for the worker; past this the oldest are left to the next sweep. */
+const signalCapacity = 4_096
+
+/** Told of each post created, after its transaction commits, so that it is embedded at once. */
+export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
+  readonly postCreated: (postId: string) => Effect.Effect<void>
+  /** The posts created since the last call; waits for at least one. */
+  readonly created: Effect.Effect<ReadonlyArray<string>>
+}>()("hearken/EmbeddingSignal") {
+  /** A queue when embeddings are configured; otherwise nothing is remembered. */
+  static readonly layer = Layer.effect(
+    EmbeddingSignal,
+    Effect.gen(function*() {
+      const config = yield* ServerConfig
+      if (Option.isNone(config.embeddings)) {
+        return EmbeddingSignal.of({ postCreated: () => Effect.void, created: Effect.never })
+      }
+      const queue = yield* Queue.sliding<string>(signalCapacity)
+      return EmbeddingSignal.of({
+        postCreated: (postId) => Queue.offer(queue, postId).pipe(Effect.asVoid),
+        created: Queue.takeAll(queue)
+      })
+    })
+  )
+}
+
+export interface StepResult {
+  /** Posts leased and sent to the API. */
+  readonly claimed: number
+  /** Whether the API answered; on failure the posts wait for their backoff. */
+  readonly ok: boolean
+}
+
+/** One round of embedding: lease due posts, embed them in one call, store the vectors or the failure. */
+export class EmbeddingRound extends Context.Service<EmbeddingRound, {
+  readonly model: Model
+  /** `postIds`: only those (just created); otherwise any due post (the back-fill). */
+  readonly run: (postIds?: ReadonlyArray<string>) => Effect.Effect<StepResult>
+}>()("hearken/EmbeddingRound") {
+  static readonly layer = Layer.effect(
+    EmbeddingRound,
+    Effect.gen(function*() {
+      const config = yield* ServerConfig
+      const embeddings = yield* Embeddings
+      const repo = yield* EmbeddingRepo
+      const sanitizer = yield* Sanitizer
+      if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("EmbeddingRound needs EMBEDDINGS_URL"))
+      const model = embeddings.model.value
+      // Long enough for the call and the writes; a worker that died gives its posts up after it.
+      const leaseMs = config.embeddingsTimeoutMs + 30_000
+
+      const run = Effect.fn("EmbeddingRound.run")(function*(postIds?: ReadonlyArray<string>) {
+        const token = randomUUID()
+        const nowMs = yield* Clock.currentTimeMillis
+        const posts = yield* repo.claim({ model, nowMs, limit: batchSize, leaseMs, token, postIds })
+        if (posts.length === 0) return { claimed: 0, ok: true }
+        return yield* embeddings.embed(posts.map((post) => embeddingInput(post.title, sanitizer.text(post.content)))).pipe(
+          Effect.matchEffect({
+            onSuccess: (vectors) =>
+              repo.store(model, token, posts.map((post, i) => ({ post, vector: vectors[i]! }))).pipe(
+                Effect.as({ claimed: posts.length, ok: true })
+              ),
+            onFailure: (error) =>
+              Effect.gen(function*() {
+                const failedAt = yield* Clock.currentTimeMillis
+                yield* repo.fail({
+                  model,
+                  nowMs: failedAt,
+                  token,
+                  postIds: posts.map((post) => post.postId),
+                  error: error.reason,
+                  baseMs: config.embeddingsRetryBaseMs,
+                  maxMs: maxRetryMs
+                })
+                return { claimed: posts.length, ok: false }
+              })
+          }),
+          // Stopped mid-call (a shutdown): the posts are free for the next worker at once.
+          Effect.onInterrupt(() => Effect.ignore(repo.release(model, token)))
+        )
+      }, Effect.orDie)
+
+      return EmbeddingRound.of({ model, run })
+    })
+  )
+}
+
+/**
+ * The loop: new posts as soon as they are committed, and a sweep for
+ * anything else that is due (the back-fill at start-up, imported or changed
+ * posts, retries), repeated until it finds nothing, then every
+ * `min(10 s, EMBEDDINGS_RETRY_BASE_MS)`. After a failed call the loop itself
+ * waits, doubling up to `maxRetryMs`, so that an API that is down is not
+ * hammered.
+ */
+const loop = Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const round = yield* EmbeddingRound
+  const signal = yield* EmbeddingSignal
+  const sweepMs = Math.min(maxSweepMs, config.embeddingsRetryBaseMs)
+  let failures = 0
+  let nextSweep = 0
+  const settle = (result: StepResult) => {
+    if (result.ok) {
+      failures = 0
+      return Effect.void
+    }
+    failures += 1
+    return Effect.sleep(Math.min(config.embeddingsRetryBaseMs * 2 ** (failures - 1), maxRetryMs))
+  }
+  for (;;) {
+    const now = yield* Clock.currentTimeMillis
+    if (now >= nextSweep) {
+      const result = yield* round.run()
+      yield* settle(result)
+      if (result.ok && result.claimed > 0) continue
+      nextSweep = (yield* Clock.currentTimeMillis) + sweepMs
+      continue
+    }
+    const created = yield* Effect.raceFirst(signal.created, Effect.sleep(nextSweep - now).pipe(Effect.as([])))
+    for (let i = 0; i < created.length; i += batchSize) yield* settle(yield* round.run(created.slice(i, i + batchSize)))
+  }
+})
+
+/**
+ * Background embedding (decision 0009), a layer that starts only when
+ * `EMBEDDINGS_URL` is set. It first makes sure the model's HNSW index exists.
+ * Several instances may run it on one database: leases keep two from
+ * embedding the same post at once.
+ */
+export class Embedder {
+  static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
+    const config = yield* ServerConfig
+    const round = yield* EmbeddingRound
+    const repo = yield* EmbeddingRepo
+    const prepare = repo.ensureIndex(round.model, { concurrently: Option.isSome(config.databaseUrl) }).pipe(
+      Effect.tap((indexed) =>
+        indexed ? Effect.void : Effect.logWarning(
+          `No vector index for ${round.model.dimensions} dimensions (HNSW indexes up to 4,000): suggestions compare every post of a board`
+        )
+      ),
+      Effect.catchCause((cause) => Effect.logWarning("Could not create the embeddings index; suggestions still work, more slowly", cause))
+    )
+    yield* Effect.forkScoped(
+      prepare.pipe(
+        Effect.andThen(loop),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.logError("Embedding worker stopped", cause)
+        )
+      )
+    )
+    yield* Effect.logDebug(`Embedding worker started for ${round.model.name} (${round.model.dimensions} dimensions)`)
+  })).pipe(Layer.provide(EmbeddingRound.layer))
+
+  /** Runs when `EMBEDDINGS_URL` is set. */
+  static readonly layer = Layer.unwrap(Effect.gen(function*() {
+    const config = yield* ServerConfig
+    return Option.isSome(config.embeddings) ? Embedder.layerAlways : Layer.empty
+  }))
+}

@@ -1,0 +1,230 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { createHash } from "node:crypto"
+import type { Model, Vector } from "./Embeddings.js"
+
+/** A post leased for embedding: its text as it is now, and the hash that will say so. */
+export interface ClaimedPost {
+  readonly postId: string
+  readonly title: string
+  /** Sanitized HTML. */
+  readonly content: string
+  readonly sourceHash: string
+}
+
+export interface Claim {
+  readonly model: Model
+  readonly nowMs: number
+  readonly limit: number
+  readonly leaseMs: number
+  readonly token: string
+  /** Only these posts (just created); otherwise any post that is due (the back-fill). */
+  readonly postIds?: ReadonlyArray<string> | undefined
+}
+
+export interface Failure {
+  readonly model: Model
+  readonly nowMs: number
+  readonly token: string
+  readonly postIds: ReadonlyArray<string>
+  readonly error: string
+  /** A post's n-th failure is retried `min(baseMs × 2^(n−1), maxMs)` later. */
+  readonly baseMs: number
+  readonly maxMs: number
+}
+
+export interface NearPost {
+  readonly id: string
+  readonly title: string
+  readonly excerpt: string
+  readonly slug: string
+  /** Cosine distance, 0 (same direction) to 2. */
+  readonly distance: number
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** pgvector's text form. */
+export const vectorLiteral = (vector: Vector) => `[${vector.join(",")}]`
+
+/**
+ * How a model's vectors are indexed (decision 0009). HNSW indexes `vector` up
+ * to 2,000 dimensions and `halfvec` up to 4,000; past that there is no index
+ * and a board's posts are compared one by one.
+ */
+export const indexKind = (dimensions: number): "vector" | "halfvec" | undefined =>
+  dimensions <= 2_000 ? "vector" : dimensions <= 4_000 ? "halfvec" : undefined
+
+/** One partial index per model and size, named by their hash (names are limited to 63 bytes). */
+export const indexName = (model: Model) =>
+  `post_embeddings_hnsw_${createHash("sha256").update(`${model.name}\u0000${model.dimensions}`).digest("hex").slice(0, 16)}`
+
+/** A string as a SQL literal (standard_conforming_strings is on in every supported PostgreSQL). */
+const quote = (value: string) => `'${value.replace(/'/g, "''")}'`
+
+/**
+ * The model's rows, and the expression its index is on, as literals: a
+ * partial index is only used when the planner can prove its predicate, which
+ * it cannot from a bind parameter in a generic plan.
+ */
+const modelSql = (model: Model, alias = "") => {
+  const n = Math.trunc(model.dimensions)
+  const cast = indexKind(n) ?? "vector"
+  return {
+    predicate: `${alias}model = ${quote(model.name)} AND ${alias}dimensions = ${n}`,
+    column: `(embedding::${cast}(${n}))`,
+    cast: `${cast}(${n})`,
+    opclass: `${cast}_cosine_ops`
+  }
+}
+
+/** The hash of a post's text, as the claim computes it: a post whose title or content changes is due again. */
+const sourceHash = "md5(p.title || E'\\n\\n' || p.content)"
+
+/** The SQL of `post_embeddings`: the embedding queue and the vectors. */
+export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
+  /**
+   * Creates the model's HNSW index unless it exists (dropping a broken one
+   * left by an interrupted concurrent build). Yields whether there is one.
+   */
+  readonly ensureIndex: (model: Model, options: { readonly concurrently: boolean }) => Effect.Effect<boolean, SqlError.SqlError>
+  /**
+   * Leases up to `limit` public posts whose embedding for the model is
+   * missing or of an older text, and not waiting for a retry nor leased by
+   * another worker. Two workers never hold the same post.
+   */
+  readonly claim: (claim: Claim) => Effect.Effect<ReadonlyArray<ClaimedPost>, SqlError.SqlError>
+  /** Stores vectors of posts this lease holds; yields how many were stored. */
+  readonly store: (model: Model, token: string, rows: ReadonlyArray<{ readonly post: ClaimedPost; readonly vector: Vector }>) => Effect.Effect<number, SqlError.SqlError>
+  /** Gives back every post this lease holds, untouched: a worker that stops lets another take them at once. */
+  readonly release: (model: Model, token: string) => Effect.Effect<void, SqlError.SqlError>
+  /** Gives the posts back with their next try pushed out by the backoff. */
+  readonly fail: (failure: Failure) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * The public posts of a public board of the organization nearest to `vector`,
+   * closest first, at most `limit`. Filters by organization, board, visibility
+   * and model; pgvector's iterative index scan keeps looking when the filters
+   * drop the nearest rows.
+   */
+  readonly nearest: (model: Model, query: {
+    readonly organizationId: string
+    readonly boardId: string
+    readonly vector: Vector
+    readonly limit: number
+  }) => Effect.Effect<ReadonlyArray<NearPost>, SqlError.SqlError>
+  /** Posts with an embedding, and posts waiting for one, for the model (operators and tests). */
+  readonly progress: (model: Model) => Effect.Effect<{ readonly embedded: number; readonly waiting: number }, SqlError.SqlError>
+}>()("hearken/EmbeddingRepo") {
+  static readonly layer = Layer.effect(
+    EmbeddingRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const ensureIndex = Effect.fn("EmbeddingRepo.ensureIndex")(function*(model: Model, options: { readonly concurrently: boolean }) {
+        const kind = indexKind(model.dimensions)
+        if (kind === undefined) return false
+        const name = indexName(model)
+        const [existing] = yield* sql<{ valid: boolean }>`SELECT i.indisvalid AS valid FROM pg_class c
+          JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = ${name}`
+        if (existing?.valid === true) return true
+        if (existing !== undefined) yield* sql.unsafe(`DROP INDEX IF EXISTS ${name}`)
+        const m = modelSql(model)
+        yield* sql.unsafe(
+          `CREATE INDEX ${options.concurrently ? "CONCURRENTLY " : ""}IF NOT EXISTS ${name}
+           ON post_embeddings USING hnsw (${m.column} ${m.opclass}) WHERE ${m.predicate}`
+        )
+        return true
+      })
+
+      const claim = Effect.fn("EmbeddingRepo.claim")((c: Claim) => {
+        const now = iso(c.nowMs)
+        const only = c.postIds === undefined ? sql`` : sql`AND p.id IN ${sql.in(c.postIds)}`
+        return sql<ClaimedPost>`WITH due AS (
+            SELECT p.id FROM posts p
+            LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${c.model.name} AND e.dimensions = ${c.model.dimensions}
+            WHERE p.visibility = 'public' ${only}
+              AND (e.post_id IS NULL OR (
+                e.source_hash IS DISTINCT FROM ${sql.literal(sourceHash)}
+                AND (e.retry_at IS NULL OR e.retry_at <= ${now}::timestamptz)
+                AND (e.lease_until IS NULL OR e.lease_until <= ${now}::timestamptz)))
+            -- Never tried first, then changed ones, then the longest-waiting retries: a failing few never starve the rest.
+            ORDER BY e.post_id IS NOT NULL, e.retry_at NULLS FIRST
+            LIMIT ${c.limit}
+          ), leased AS (
+            INSERT INTO post_embeddings (post_id, model, dimensions, lease_until, lease_token)
+            SELECT id, ${c.model.name}, ${c.model.dimensions}, ${iso(c.nowMs + c.leaseMs)}::timestamptz, ${c.token} FROM due
+            ON CONFLICT (post_id, model, dimensions) DO UPDATE
+              SET lease_until = EXCLUDED.lease_until, lease_token = EXCLUDED.lease_token
+              WHERE post_embeddings.lease_until IS NULL OR post_embeddings.lease_until <= ${now}::timestamptz
+            RETURNING post_id
+          )
+          SELECT p.id AS "postId", p.title, p.content, ${sql.literal(sourceHash)} AS "sourceHash"
+          FROM leased JOIN posts p ON p.id = leased.post_id`
+      })
+
+      const store = Effect.fn("EmbeddingRepo.store")(
+        (model: Model, token: string, rows: ReadonlyArray<{ readonly post: ClaimedPost; readonly vector: Vector }>) =>
+          rows.length === 0 ? Effect.succeed(0) : sql`UPDATE post_embeddings e
+            SET embedding = v.embedding::vector, source_hash = v.hash, attempts = 0, retry_at = NULL, last_error = NULL,
+              lease_until = NULL, lease_token = NULL, embedded_at = now()
+            FROM jsonb_to_recordset(${
+            JSON.stringify(rows.map(({ post, vector }) => ({ id: post.postId, hash: post.sourceHash, embedding: vectorLiteral(vector) })))
+          }::jsonb) AS v(id text, hash text, embedding text)
+            WHERE e.post_id = v.id AND e.model = ${model.name} AND e.dimensions = ${model.dimensions} AND e.lease_token = ${token}
+            RETURNING e.post_id`.pipe(Effect.map((updated) => updated.length))
+      )
+
+      const fail = Effect.fn("EmbeddingRepo.fail")((f: Failure) =>
+        f.postIds.length === 0 ? Effect.void : sql`UPDATE post_embeddings
+          SET attempts = attempts + 1, last_error = ${f.error.slice(0, 500)}, lease_until = NULL, lease_token = NULL,
+            retry_at = ${iso(f.nowMs)}::timestamptz + least(${f.baseMs}::float8 * power(2, attempts), ${f.maxMs}::float8) * interval '1 millisecond'
+          WHERE post_id IN ${sql.in(f.postIds)} AND model = ${f.model.name} AND dimensions = ${f.model.dimensions}
+            AND lease_token = ${f.token}`.pipe(Effect.asVoid)
+      )
+
+      const release = Effect.fn("EmbeddingRepo.release")((model: Model, token: string) =>
+        sql`UPDATE post_embeddings SET lease_until = NULL, lease_token = NULL
+          WHERE lease_token = ${token} AND model = ${model.name} AND dimensions = ${model.dimensions}`.pipe(Effect.asVoid)
+      )
+
+      const nearest = Effect.fn("EmbeddingRepo.nearest")(function*(model: Model, q: {
+        readonly organizationId: string
+        readonly boardId: string
+        readonly vector: Vector
+        readonly limit: number
+      }) {
+        const m = modelSql(model, "e.")
+        const distance = sql.literal(`e.embedding::${m.cast} <=> `)
+        const cast = sql.literal(`::${m.cast}`)
+        const vector = vectorLiteral(q.vector)
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          // The filters below may drop the index's nearest rows: keep scanning instead of answering short.
+          yield* sql`SET LOCAL hnsw.iterative_scan = relaxed_order`
+          return yield* sql<NearPost>`SELECT * FROM (
+              SELECT p.id, p.title, p.excerpt, p.slug, (${distance}${vector}${cast})::float8 AS distance
+              FROM post_embeddings e
+              JOIN posts p ON p.id = e.post_id
+              JOIN boards b ON b.id = p.board_id
+              WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
+                AND p.board_id = ${q.boardId} AND p.organization_id = ${q.organizationId} AND p.visibility = 'public'
+                AND b.organization_id = ${q.organizationId} AND b.visibility = 'public'
+              ORDER BY ${distance}${vector}${cast}
+              LIMIT ${q.limit}
+            ) nearest ORDER BY distance, id`
+        }))
+      })
+
+      const progress = Effect.fn("EmbeddingRepo.progress")(function*(model: Model) {
+        const [row] = yield* sql<{ embedded: number; waiting: number }>`SELECT
+            count(*) FILTER (WHERE e.embedding IS NOT NULL AND e.source_hash = ${sql.literal(sourceHash)})::int AS embedded,
+            count(*) FILTER (WHERE e.embedding IS NULL OR e.source_hash IS DISTINCT FROM ${sql.literal(sourceHash)})::int AS waiting
+          FROM posts p
+          LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${model.name} AND e.dimensions = ${model.dimensions}
+          WHERE p.visibility = 'public'`
+        return row ?? { embedded: 0, waiting: 0 }
+      })
+
+      return EmbeddingRepo.of({ ensureIndex, claim, store, release, fail, nearest, progress })
+    })
+  )
+}

@@ -1,0 +1,218 @@
+import { assert, describe, expect, it, layer } from "@effect/vitest"
+import { Clock, ConfigProvider, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
+import { mkdtemp, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Core } from "../packages/server/dist/App.js"
+import { ServerConfig } from "../packages/server/dist/config.js"
+import { batchSize, EmbeddingRound, maxRetryMs } from "../packages/server/dist/embeddings/Embedder.js"
+import { EmbeddingRepo } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
+import { embeddingInput, Embeddings, inInputOrder } from "../packages/server/dist/embeddings/Embeddings.js"
+import { createDatabase } from "./support/database.js"
+import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
+
+describe("an embeddings answer", () => {
+  const answer = (indexes: ReadonlyArray<number>, size = 3) => ({ data: indexes.map((index) => ({ index, embedding: Array(size).fill(index) })) })
+  it("is put in input order by its indexes", () => {
+    expect(Effect.runSync(inInputOrder(answer([2, 0, 1]), 3, 3))).toEqual([[0, 0, 0], [1, 1, 1], [2, 2, 2]])
+  })
+
+  it("is refused when its indexes do not match the inputs, or a vector has another size", () => {
+    const reasons = [
+      inInputOrder(answer([0, 1]), 3, 3),
+      inInputOrder(answer([0, 0, 1]), 3, 3),
+      inInputOrder(answer([1, 2, 3]), 3, 3),
+      inInputOrder(answer([0, 1, 2], 4), 3, 3),
+      inInputOrder({ data: [{ index: 0, embedding: [1, Number.NaN, 0] }] }, 1, 3)
+    ].map((effect) => Effect.runSync(Effect.match(effect, { onFailure: (e) => e.reason, onSuccess: () => "accepted" })))
+    expect(reasons).toEqual([
+      "expected 3 embeddings, got 2",
+      "the answer's indexes do not match the 3 inputs",
+      "the answer's indexes do not match the 3 inputs",
+      "a vector has 4 dimensions, EMBEDDINGS_DIMENSIONS is 3",
+      "a vector has a value that is not a finite number"
+    ])
+  })
+
+  it("input is the title, a blank line and the plain text, cut at 2,000 code points", () => {
+    expect(embeddingInput("Dark mode", "Please")).toBe("Dark mode\n\nPlease")
+    expect(embeddingInput("Dark mode", "  ")).toBe("Dark mode")
+    const long = embeddingInput("T", "😀".repeat(3_000))
+    expect(Array.from(long)).toHaveLength(2_000)
+    expect(long.endsWith("😀")).toBe(true)
+  })
+})
+
+class Fake extends Context.Service<Fake, FakeEmbeddings>()("test/Fake") {}
+
+const baseMs = 1_000
+const posts = batchSize + 8
+
+/** Core on a fresh database with `posts` public posts and one private one, the embedding round, and a fake API. */
+const Env = Layer.unwrap(Effect.gen(function*() {
+  const db = yield* Effect.acquireRelease(Effect.promise(createDatabase), (db) => Effect.promise(db.drop))
+  const fake = yield* Effect.acquireRelease(Effect.promise(() => startFakeEmbeddings({ dimensions: 16 })), (f) => Effect.promise(() => f.close()))
+  const fixture = {
+    organizations: [{
+      id: "org_e",
+      name: "E",
+      statuses: [{ id: "st_e", name: "Open" }],
+      boards: [{ id: "b_e", name: "Board", slug: "board", visibility: "public" }],
+      posts: [
+        ...Array.from({ length: posts }, (_, i) => ({ id: `p_${String(i).padStart(2, "0")}`, boardId: "b_e", title: `Post number ${i}`, content: `<p>Text ${i}</p>` })),
+        { id: "p_private", boardId: "b_e", title: "Private", content: "<p>hidden</p>", visibility: "private" }
+      ]
+    }]
+  }
+  const dir = yield* Effect.promise(() => mkdtemp(join(tmpdir(), "hearken-embedder-")))
+  yield* Effect.promise(() => writeFile(join(dir, "fixture.json"), JSON.stringify(fixture)))
+  const env = {
+    DATABASE_URL: db.url,
+    SEED_FILE: join(dir, "fixture.json"),
+    LOG_LEVEL: "none",
+    EMBEDDINGS_URL: fake.url,
+    EMBEDDINGS_MODEL: "fake-1",
+    EMBEDDINGS_DIMENSIONS: "16",
+    EMBEDDINGS_RETRY_BASE_MS: String(baseMs)
+  }
+  return Layer.mergeAll(EmbeddingRound.layer, Layer.succeed(Fake, fake)).pipe(
+    Layer.provideMerge(Core),
+    Layer.provideMerge(ServerConfig.layer),
+    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))
+  )
+}))
+
+interface Row {
+  readonly postId: string
+  readonly attempts: number
+  readonly retryMs: number | null
+  readonly embedded: boolean
+  readonly leased: boolean
+}
+
+const rows = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<Row>`SELECT post_id AS "postId", attempts, (extract(epoch FROM retry_at) * 1000)::float8 AS "retryMs",
+      embedding IS NOT NULL AS embedded, lease_token IS NOT NULL AS leased
+    FROM post_embeddings ORDER BY post_id`
+}).pipe(Effect.orDie)
+
+const reset = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DELETE FROM post_embeddings`
+  const fake = yield* Fake
+  fake.mode = "ok"
+}).pipe(Effect.orDie)
+
+const startClock = Effect.sync(() => Math.floor(Date.now() / 1000) * 1000).pipe(Effect.tap((now) => TestClock.setTime(now)))
+const virtual = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.provide(self, TestClock.layer())
+
+layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round, on virtual time", (it) => {
+  it.effect("embeds every public post in batches, never the private one, and each once", () =>
+    virtual(Effect.gen(function*() {
+      yield* reset
+      const fake = yield* Fake
+      const round = yield* EmbeddingRound
+      yield* startClock
+      const before = fake.inputs.length
+      assert.deepStrictEqual(yield* round.run(), { claimed: batchSize, ok: true })
+      assert.deepStrictEqual(yield* round.run(), { claimed: posts - batchSize, ok: true })
+      assert.deepStrictEqual(yield* round.run(), { claimed: 0, ok: true })
+      const all = yield* rows
+      expect(all.map((r) => r.postId)).not.toContain("p_private")
+      expect(all.filter((r) => r.embedded && !r.leased)).toHaveLength(posts)
+      const sent = fake.inputs.slice(before)
+      expect(sent).toHaveLength(posts)
+      expect(new Set(sent).size).toBe(posts)
+      expect(sent).toContain("Post number 7\n\nText 7")
+    })))
+
+  it("retries a failed post on the backoff schedule of the Clock, doubling, then stores it", () =>
+    virtual(Effect.gen(function*() {
+      yield* reset
+      const fake = yield* Fake
+      const round = yield* EmbeddingRound
+      const t0 = yield* startClock
+      fake.mode = "error"
+      const only = ["p_03"]
+      assert.deepStrictEqual(yield* round.run(only), { claimed: 1, ok: false })
+      let [row] = yield* rows
+      assert.deepStrictEqual([row!.attempts, row!.retryMs, row!.embedded], [1, t0 + baseMs, false])
+
+      // Not due a millisecond early, neither to the post's own round nor to the sweep.
+      yield* TestClock.adjust(baseMs - 1)
+      assert.strictEqual((yield* round.run(only)).claimed, 0)
+      yield* TestClock.adjust(1)
+      assert.deepStrictEqual(yield* round.run(only), { claimed: 1, ok: false })
+      ;[row] = yield* rows
+      const t1 = yield* Clock.currentTimeMillis
+      assert.deepStrictEqual([row!.attempts, row!.retryMs], [2, t1 + 2 * baseMs])
+
+      yield* TestClock.adjust(2 * baseMs)
+      fake.mode = "ok"
+      assert.deepStrictEqual(yield* round.run(only), { claimed: 1, ok: true })
+      ;[row] = yield* rows
+      assert.deepStrictEqual([row!.attempts, row!.retryMs, row!.embedded], [0, null, true])
+    })))
+
+  it("never waits longer than an hour between tries", () =>
+    virtual(Effect.gen(function*() {
+      yield* reset
+      const sql = yield* SqlClient.SqlClient
+      const fake = yield* Fake
+      const round = yield* EmbeddingRound
+      const t0 = yield* startClock
+      yield* sql`INSERT INTO post_embeddings (post_id, model, dimensions, attempts, retry_at)
+        VALUES ('p_05', 'fake-1', 16, 30, ${new Date(t0).toISOString()}::timestamptz)`
+      fake.mode = "error"
+      assert.deepStrictEqual(yield* round.run(["p_05"]), { claimed: 1, ok: false })
+      const [row] = yield* rows
+      assert.deepStrictEqual([row!.attempts, row!.retryMs], [31, t0 + maxRetryMs])
+    })))
+
+  it("re-embeds a post whose title or content changed, and only that one", () =>
+    virtual(Effect.gen(function*() {
+      yield* reset
+      const sql = yield* SqlClient.SqlClient
+      const fake = yield* Fake
+      const round = yield* EmbeddingRound
+      yield* startClock
+      while ((yield* round.run()).claimed > 0) { /* back-fill */ }
+      yield* sql`UPDATE posts SET title = 'Post number 9, renamed' WHERE id = 'p_09'`
+      const before = fake.inputs.length
+      assert.deepStrictEqual(yield* round.run(), { claimed: 1, ok: true })
+      expect(fake.inputs.slice(before)).toEqual(["Post number 9, renamed\n\nText 9"])
+    })))
+
+  it("two workers at once never lease the same post, and together embed each once", () =>
+    virtual(Effect.gen(function*() {
+      yield* reset
+      const fake = yield* Fake
+      const round = yield* EmbeddingRound
+      yield* startClock
+      const before = fake.inputs.length
+      const results = yield* Effect.all([round.run(), round.run(), round.run()], { concurrency: 3 })
+      expect(results.reduce((n, r) => n + r.claimed, 0)).toBe(posts)
+      const sent = fake.inputs.slice(before)
+      expect(sent).toHaveLength(posts)
+      expect(new Set(sent).size).toBe(posts)
+    })))
+
+  it("takes over the posts of a worker whose lease ran out, not before", () =>
+    virtual(Effect.gen(function*() {
+      yield* reset
+      const repo = yield* EmbeddingRepo
+      const embeddings = yield* Embeddings
+      const round = yield* EmbeddingRound
+      const model = embeddings.model.pipe((m) => m._tag === "Some" ? m.value : undefined)!
+      const t0 = yield* startClock
+      // A worker that leased every post and died.
+      const leased = yield* repo.claim({ model, nowMs: t0, limit: 100, leaseMs: 60_000, token: "dead-worker" })
+      assert.strictEqual(leased.length, posts)
+      assert.strictEqual((yield* round.run()).claimed, 0)
+      yield* TestClock.adjust(60_000)
+      assert.strictEqual((yield* round.run()).claimed, batchSize)
+    })))
+})

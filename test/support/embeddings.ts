@@ -1,0 +1,425 @@
+/**
+ * A fake OpenAI-compatible embeddings API for the tests and the quality bench.
+ * Its vectors encode concepts (`bench/suggestions/concepts.ts`, or the groups
+ * a test passes), so that texts meaning the same thing in other words, or in
+ * another language, are close, as with a real model; a text's other words
+ * only nudge its vector.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { Socket } from "node:net"
+import { concepts as defaultConcepts } from "../../bench/suggestions/concepts.ts"
+
+export type FakeMode = "ok" | "error" | "hang" | "wrong-size" | "wrong-index"
+
+export interface FakeEmbeddings {
+  /** Base URL, e.g. `http://127.0.0.1:PORT/v1`; the API is `POST {url}/embeddings`. */
+  readonly url: string
+  readonly dimensions: number
+  /**
+   * How the next requests are answered; change at any time. "error": 500 with
+   * a JSON error body; "hang": never answers (until close); "wrong-size":
+   * vectors of dimensions-1; "wrong-index": indexes shifted by one.
+   */
+  mode: FakeMode
+  /** POST /embeddings requests received (any mode). */
+  readonly calls: number
+  /** Every input string received, in order. */
+  readonly inputs: ReadonlyArray<string>
+  /** The Authorization header of the last request, if any. */
+  readonly authorization: string | undefined
+  /** The `model` of the last request. */
+  readonly model: string | undefined
+  /** Closes the server, dropping hung connections. */
+  close(): Promise<void>
+}
+
+export interface FakeEmbeddingsOptions {
+  /** 64 by default. */
+  readonly dimensions?: number
+  /** The groups of words that mean one thing each; the groups of `bench/suggestions/concepts.ts` by default. */
+  readonly concepts?: ReadonlyArray<ReadonlyArray<string>>
+  /** 0 (any free port) by default. */
+  readonly port?: number
+}
+
+// ---------------------------------------------------------------------------
+// The vectors
+
+/** The length of what a present concept adds (along its own direction). */
+const conceptWeight = 1
+/** What any other word (or CJK character bigram) puts on its pair. */
+const wordWeight = 0.15
+
+const cjk = String.raw`\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30FC\u3005`
+const cjkChar = new RegExp(`[${cjk}]`, "u")
+const cjkRun = new RegExp(`[${cjk}]+`, "gu")
+const hiraganaOnly = /^[\p{Script=Hiragana}\u30FC]+$/u
+/** A letter or digit of a word that is not CJK: what Latin (Cyrillic, …) words are made of. */
+const wordChar = String.raw`[[\p{L}\p{N}]--[${cjk}]]`
+const latinWord = new RegExp(`${wordChar}+`, "gv")
+
+/** NFKC (full-width to ASCII, half-width kana to full-width), lower case, no combining accents, one apostrophe. */
+export const fold = (text: string) =>
+  text.normalize("NFKC").toLowerCase().normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC").replace(/[\u2018\u2019\u02bc`´]/g, "'")
+
+/** Function words (folded, 3 letters or more) of the six languages that carry no topic. */
+const stopwords = new Set(`
+the and for with this that these those from into onto are was were been being have has had but not you your yours our ours they them their there
+then than what when where which who whom why how all any can could would should will shall may might must its his her she him out off over under
+again also just only very too some such each every other another more most much few one two about after before because while does did doing get gets
+got like make makes please pls thanks thank yes yet still even here now way want wants need needs let lets use used using able etc instead without
+within via both same own really actually maybe though tho don doesn didn isn aren won can't don't doesn't didn't isn't it's i'm i'd i've we're we'd
+we've they're there's that's let's anything something everything nothing someone anyone everyone per would've could lot lots bit right
+und der die das den dem des ein eine einen einem einer eines ist sind war nicht mit von fur auf aus bei nach wie wir ich sie uns unser unsere
+unseren unserem auch oder aber wenn dass noch nur schon sehr bitte wird werden kann konnen soll sollen sollte sollten hat haben immer alle allen
+alles diese dieser dieses zum zur uber man mal gern gerne ware wurde wurden dann denn doch hier jetzt kein keine einfach etwa
+les des une est sont pas pour par avec dans sur que qui quoi nous vous ils elles leur leurs mon mes ton tes son ses notre nos votre vos mais car
+donc tout tous toute toutes plus tres bien aussi faut etre avoir fait faire cette ces comme quand meme sans ont deja encore
+los las una uno unos unas del por para con sin que como cuando pero mas muy todo todos toda todas nuestro nuestra nuestros nuestras este esta
+estos estas ese esa hay ser son estan tiene tenemos tengo seria poder puede hace sus les desde hasta entre tambien solo otro otra aqui nos
+`.split(/\s+/).filter((w) => w.length > 0))
+
+/** FNV-1a, 32 bits, over UTF-16 code units. */
+const fnv1a = (text: string) => {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193) >>> 0
+  }
+  return hash
+}
+
+/** FNV-1a then a 32-bit finalizer (MurmurHash3's), so that keys differing in one character spread well. */
+const hash = (key: string) => {
+  let h = fnv1a(key)
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b) >>> 0
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35) >>> 0
+  h ^= h >>> 16
+  return h >>> 0
+}
+
+/** The (dimension, sign) pair a key hashes to. */
+const slot = (key: string, dimensions: number): readonly [number, number] => {
+  const h = hash(key)
+  return [h % dimensions, h >>> 31 === 1 ? -1 : 1]
+}
+
+/**
+ * A concept's direction: a unit vector of hashed signs on every dimension, so
+ * that two concepts are nearly orthogonal (their cosine about ±1/√dimensions),
+ * never the same by a collision.
+ */
+const directions = new Map<string, ReadonlyArray<number>>()
+const pairs = Number(process.env["FAKE_PAIRS"] ?? 0)
+const seed = process.env["FAKE_SEED"] ?? ""
+const direction = (group: number, dimensions: number) => {
+  const key = `concept:${group}/${dimensions}`
+  let vector = directions.get(key)
+  if (!vector) {
+    if (pairs > 0) {
+      const v = new Array<number>(dimensions).fill(0)
+      for (let j = 0; j < Math.min(pairs, dimensions); j++) {
+        let [d, sign] = slot(`concept:${group}:${j}${seed}`, dimensions)
+        while (v[d] !== 0) d = (d + 1) % dimensions
+        v[d] = sign
+      }
+      const n = Math.hypot(...v)
+      vector = v.map((x) => x / n)
+    } else {
+      const scale = 1 / Math.sqrt(dimensions)
+      vector = Array.from({ length: dimensions }, (_, i) => (hash(`concept:${group}:${i}${seed}`) >>> 31 === 1 ? -scale : scale))
+    }
+    directions.set(key, vector)
+  }
+  return vector
+}
+
+interface Member {
+  readonly group: number
+  /** Drop the matches of other groups that lie inside this one's (`!` in front of the member). */
+  readonly exclusive: boolean
+  /** CJK: matched as a substring. */
+  readonly substring?: string
+  /** Otherwise: matched at word boundaries. */
+  readonly pattern?: RegExp
+}
+
+interface Fuzzy {
+  readonly group: number
+  readonly stem: string
+  /** The member ends in `*`: the word needs only to start like it. */
+  readonly prefix: boolean
+}
+
+interface Thesaurus {
+  readonly members: ReadonlyArray<Member>
+  /** Single-word Latin members of 5 letters or more, by first letter: what a misspelt word may be. */
+  readonly fuzzy: ReadonlyMap<string, ReadonlyArray<Fuzzy>>
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&")
+
+/**
+ * A Latin member: a whole word or phrase; a `*` at its end lets the last word
+ * go on (a prefix), at its start lets the first word start earlier (the end of
+ * a compound). Spaces and hyphens inside match any run of spaces and hyphens,
+ * or none ("dark-mode", "darkmode"); an apostrophe is optional; a plain last
+ * word may take a plural "s" or "es".
+ */
+const latinPattern = (member: string) => {
+  const leading = member.startsWith("*")
+  const trailing = member.endsWith("*")
+  const core = member.slice(leading ? 1 : 0, trailing ? -1 : undefined)
+  const body = Array.from(core).map((c) => (/[\s-]/.test(c) ? "[\\s\\-_]*" : c === "'" ? "'?" : escape(c))).join("").replace(/(\[\\s\\-_\]\*)+/g, "[\\s\\-_]*")
+  const before = leading ? `${wordChar}*` : `(?<!${wordChar})`
+  const after = trailing ? `${wordChar}*` : /[\p{L}]$/u.test(core) ? `(?:e?s)?(?!${wordChar})` : `(?!${wordChar})`
+  return new RegExp(`${before}${body}${after}`, "gv")
+}
+
+const compiled = new WeakMap<ReadonlyArray<ReadonlyArray<string>>, Thesaurus>()
+
+const compile = (concepts: ReadonlyArray<ReadonlyArray<string>>): Thesaurus => {
+  const cached = compiled.get(concepts)
+  if (cached) return cached
+  const members: Array<Member> = []
+  const fuzzy = new Map<string, Array<Fuzzy>>()
+  concepts.forEach((words, group) => {
+    for (const raw of words) {
+      const exclusive = raw.startsWith("!")
+      const member = fold(exclusive ? raw.slice(1) : raw).trim()
+      if (member === "" || member === "*") continue
+      if (cjkChar.test(member)) {
+        members.push({ group, exclusive, substring: member.replace(/\*/g, "") })
+        continue
+      }
+      members.push({ group, exclusive, pattern: latinPattern(member) })
+      const prefix = member.endsWith("*")
+      const stem = prefix ? member.slice(0, -1) : member
+      if (!member.startsWith("*") && /^\p{L}{5,}$/u.test(stem)) {
+        const first = stem[0]!
+        const list = fuzzy.get(first) ?? []
+        list.push({ group, stem, prefix })
+        fuzzy.set(first, list)
+      }
+    }
+  })
+  const thesaurus = { members, fuzzy }
+  compiled.set(concepts, thesaurus)
+  return thesaurus
+}
+
+/** Optimal string alignment distance, stopping early once it exceeds 1. */
+const withinOneEdit = (a: string, b: string): "same" | "substitution" | "other" | undefined => {
+  if (a === b) return "same"
+  if (Math.abs(a.length - b.length) > 1) return undefined
+  if (a.length === b.length) {
+    const diff: Array<number> = []
+    for (let i = 0; i < a.length && diff.length <= 2; i++) if (a[i] !== b[i]) diff.push(i)
+    if (diff.length === 1) return "substitution"
+    if (diff.length === 2 && diff[1] === diff[0]! + 1 && a[diff[0]!] === b[diff[1]!] && a[diff[1]!] === b[diff[0]!]) return "other"
+    return undefined
+  }
+  const [short, long] = a.length < b.length ? [a, b] : [b, a]
+  let i = 0
+  while (i < short.length && short[i] === long[i]) i++
+  return short.slice(i) === long.slice(i + 1) ? "other" : undefined
+}
+
+/**
+ * The group a word no member matched would have with one typo: a deleted,
+ * inserted or swapped letter (a word of 4 letters or more), or a wrong one
+ * (7 letters or more), against a member of 5 letters or more with the same
+ * first letter.
+ */
+const misspelt = (word: string, thesaurus: Thesaurus): number | undefined => {
+  if (word.length < 4 || stopwords.has(word)) return undefined
+  for (const candidate of thesaurus.fuzzy.get(word[0]!) ?? []) {
+    const heads = candidate.prefix
+      ? [candidate.stem.length - 1, candidate.stem.length, candidate.stem.length + 1].filter((n) => n <= word.length).map((n) => word.slice(0, n))
+        // Not a mere beginning of the stem ("noti" in "notice" for "notif*").
+        .filter((head) => !candidate.stem.startsWith(head) && !head.startsWith(candidate.stem))
+      : [word]
+    for (const head of heads) {
+      const edit = withinOneEdit(head, candidate.stem)
+      if (edit === "other" || (edit === "substitution" && word.length >= 7)) return candidate.group
+    }
+  }
+  return undefined
+}
+
+interface Match {
+  readonly group: number
+  readonly start: number
+  readonly end: number
+  readonly exclusive: boolean
+}
+
+/** The concept groups a text has, and the character ranges their members cover. */
+const conceptsOf = (text: string, thesaurus: Thesaurus) => {
+  const matches: Array<Match> = []
+  for (const member of thesaurus.members) {
+    if (member.substring !== undefined) {
+      for (let at = text.indexOf(member.substring); at >= 0; at = text.indexOf(member.substring, at + 1)) {
+        matches.push({ group: member.group, start: at, end: at + member.substring.length, exclusive: member.exclusive })
+      }
+    } else if (member.pattern) {
+      for (const m of text.matchAll(member.pattern)) {
+        if (m[0].length > 0) matches.push({ group: member.group, start: m.index, end: m.index + m[0].length, exclusive: member.exclusive })
+      }
+    }
+  }
+  const exclusive = matches.filter((m) => m.exclusive)
+  const kept = matches.filter((m) =>
+    !exclusive.some((x) => x.group !== m.group && x.start <= m.start && m.end <= x.end && x.end - x.start > m.end - m.start)
+  )
+  return { groups: new Set(kept.map((m) => m.group)), covered: matches }
+}
+
+const overlaps = (covered: ReadonlyArray<Match>, start: number, end: number) => covered.some((m) => m.start < end && start < m.end)
+
+/**
+ * The vector the fake gives a text: unit length. Each concept the text has
+ * (any member of its group) weighs 1 on two hashed (dimension, sign) pairs;
+ * every other word of 3 letters or more (but function words), and every CJK
+ * character bigram outside the concepts (but kana-only ones), weighs 0.15 on
+ * one. A word that is a member with one typo counts as the member. An empty
+ * text (or one of function words only) gives dimension 0.
+ */
+export const conceptVector = (text: string, dimensions: number, concepts: ReadonlyArray<ReadonlyArray<string>> = defaultConcepts): Array<number> => {
+  const vector = new Array<number>(dimensions).fill(0)
+  const add = (key: string, weight: number) => {
+    const [dimension, sign] = slot(key, dimensions)
+    vector[dimension]! += sign * weight
+  }
+  const folded = fold(text)
+  const thesaurus = compile(concepts)
+  const { groups, covered } = conceptsOf(folded, thesaurus)
+  const words = new Set<string>()
+  for (const m of folded.matchAll(latinWord)) {
+    const word = m[0]
+    if (word.length < 3 || stopwords.has(word) || overlaps(covered, m.index, m.index + word.length)) continue
+    const group = misspelt(word, thesaurus)
+    if (group !== undefined) groups.add(group)
+    else words.add(word.length > 4 && word.endsWith("s") && !word.endsWith("ss") ? word.slice(0, -1) : word)
+  }
+  for (const m of folded.matchAll(cjkRun)) {
+    const run = Array.from(m[0])
+    let offset = m.index
+    for (let i = 0; i + 1 < run.length; i++) {
+      const bigram = run[i]! + run[i + 1]!
+      const start = offset
+      offset += run[i]!.length
+      if (hiraganaOnly.test(bigram) || overlaps(covered, start, start + bigram.length)) continue
+      words.add(bigram)
+    }
+  }
+  for (const group of groups) {
+    const d = direction(group, dimensions)
+    for (let i = 0; i < dimensions; i++) vector[i]! += conceptWeight * d[i]!
+  }
+  for (const word of words) add(`word:${word}${seed}`, wordWeight)
+  const norm = Math.hypot(...vector)
+  if (norm === 0) return vector.map((_, i) => (i === 0 ? 1 : 0))
+  return vector.map((x) => x / norm)
+}
+
+// ---------------------------------------------------------------------------
+// The server
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+  res.end(text)
+}
+
+const apiError = (message: string, type: string) => ({ error: { message, type, param: null, code: null } })
+
+/** A vector as OpenAI's `encoding_format: "base64"` sends it: little-endian float32. */
+const base64 = (vector: ReadonlyArray<number>) => Buffer.from(new Float32Array(vector).buffer).toString("base64")
+
+export const startFakeEmbeddings = (options: FakeEmbeddingsOptions = {}): Promise<FakeEmbeddings> => {
+  const dimensions = options.dimensions ?? 64
+  const concepts = options.concepts ?? defaultConcepts
+  const sockets = new Set<Socket>()
+  const inputs: Array<string> = []
+  const state = { calls: 0, authorization: undefined as string | undefined, model: undefined as string | undefined }
+
+  const answer = (req: IncomingMessage, res: ServerResponse, body: string, mode: FakeMode) => {
+    const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "")
+    if (req.method !== "POST" || path !== "/v1/embeddings") {
+      return json(res, 404, apiError(`no route for ${req.method} ${path}`, "invalid_request_error"))
+    }
+    state.calls++
+    state.authorization = req.headers.authorization
+    let request: { model?: unknown; input?: unknown; encoding_format?: unknown }
+    try {
+      request = JSON.parse(body)
+    } catch {
+      return json(res, 400, apiError("the body is not JSON", "invalid_request_error"))
+    }
+    if (typeof request !== "object" || request === null) return json(res, 400, apiError("the body is not an object", "invalid_request_error"))
+    state.model = typeof request.model === "string" ? request.model : undefined
+    const texts = typeof request.input === "string" ? [request.input] : request.input
+    if (!Array.isArray(texts) || texts.length === 0 || !texts.every((t): t is string => typeof t === "string")) {
+      return json(res, 400, apiError("input must be a string or a non-empty array of strings", "invalid_request_error"))
+    }
+    inputs.push(...texts)
+    if (mode === "hang") return
+    if (mode === "error") return json(res, 500, apiError("the fake model is down", "server_error"))
+    const tokens = texts.reduce((n, t) => n + Math.max(1, Math.ceil(t.length / 4)), 0)
+    json(res, 200, {
+      object: "list",
+      data: texts.map((text, i) => {
+        const vector = conceptVector(text, dimensions, concepts)
+        const embedding = mode === "wrong-size" ? vector.slice(0, dimensions - 1) : vector
+        return { object: "embedding", index: mode === "wrong-index" ? i + 1 : i, embedding: request.encoding_format === "base64" ? base64(embedding) : embedding }
+      }),
+      model: state.model ?? "",
+      usage: { prompt_tokens: tokens, total_tokens: tokens }
+    })
+  }
+
+  return new Promise((resolve, reject) => {
+    const fake = {
+      url: "",
+      dimensions,
+      mode: "ok" as FakeMode,
+      get calls() {
+        return state.calls
+      },
+      inputs: inputs as ReadonlyArray<string>,
+      get authorization() {
+        return state.authorization
+      },
+      get model() {
+        return state.model
+      },
+      close: () =>
+        new Promise<void>((done) => {
+          for (const socket of sockets) socket.destroy()
+          server.close(() => done())
+        })
+    }
+    const server = createServer((req, res) => {
+      // The mode when the request arrived, not when its body did.
+      const mode = fake.mode
+      let body = ""
+      req.setEncoding("utf8")
+      req.on("data", (chunk: string) => (body += chunk))
+      req.on("end", () => answer(req, res, body, mode))
+    })
+    server.on("connection", (socket) => {
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+    })
+    server.once("error", reject)
+    server.listen(options.port ?? 0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address ? address.port : 0
+      fake.url = `http://127.0.0.1:${port}/v1`
+      resolve(fake)
+    })
+  })
+}
