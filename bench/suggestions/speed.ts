@@ -17,90 +17,17 @@
  * BENCH_DATASET names another labelled set to draw words and drafts from.
  *
  * The posts are inserted with SQL, their lexicon computed by the server's own
- * function, so that filling 100k posts takes seconds, not an import.
+ * function, so that filling 100k posts takes seconds, not an import
+ * (`synthetic.ts`, shared with `vector.ts`).
  */
-import { Effect } from "effect"
-import { lexiconOf } from "../../packages/server/dist/feedback/Posts.js"
-import { freshDatabase, percentile, startProcess, withSql } from "../support.ts"
+import { freshDatabase, percentile, startProcess } from "../support.ts"
 import { loadDataset } from "./dataset.ts"
+import { boardId, createBoard, organizationId, synthetic } from "./synthetic.ts"
 
 const sizes = (process.env["BENCH_SIZES"] ?? "1000,10000,100000").split(",").map(Number)
 const concurrentSize = Number(process.env["BENCH_CONCURRENT_SIZE"] ?? 10_000)
-const organizationId = "org_bench"
-const boardId = "b_bench"
 const dataset = loadDataset(process.env["BENCH_DATASET"])
-
-/** Words of the labelled posts, with their counts; CJK text is kept as 2-character pieces. */
-const vocabulary = (() => {
-  const counts = new Map<string, number>()
-  for (const post of dataset.posts) {
-    const text = `${post.title} ${post.content.replace(/<[^>]+>/g, " ")}`
-    for (const word of text.match(/[\p{L}\p{N}]+/gu) ?? []) {
-      const pieces = /\p{Script=Han}|\p{Script=Hiragana}|\p{Script=Katakana}/u.test(word) ? word.match(/.{1,2}/gu) ?? [] : [word]
-      for (const piece of pieces) counts.set(piece, (counts.get(piece) ?? 0) + 1)
-    }
-  }
-  const real = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([w]) => w)
-  const latin = real.filter((w) => /^[a-z]{5,}$/i.test(w))
-  const rare = new Set<string>()
-  while (real.length + rare.size < 60_000) {
-    const a = latin[Math.floor(Math.random() * latin.length)]!
-    const b = latin[Math.floor(Math.random() * latin.length)]!
-    rare.add(a.slice(0, Math.ceil(a.length / 2)) + b.slice(Math.floor(b.length / 2)))
-  }
-  return [...real, ...rare]
-})()
-
-/** Zipf over the vocabulary (s = 1), so common words are common and rare ones rare, as in real boards. */
-const zipf = (() => {
-  const weights = vocabulary.map((_, i) => 1 / (i + 1))
-  const total = weights.reduce((a, b) => a + b, 0)
-  const cumulative: Array<number> = []
-  let acc = 0
-  for (const w of weights) cumulative.push((acc += w / total))
-  return () => {
-    const r = Math.random()
-    let lo = 0
-    let hi = cumulative.length - 1
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (cumulative[mid]! < r) lo = mid + 1
-      else hi = mid
-    }
-    return vocabulary[lo]!
-  }
-})()
-
-const sentence = (min: number, max: number) =>
-  Array.from({ length: min + Math.floor(Math.random() * (max - min + 1)) }, zipf).join(" ")
-
-const fill = async (url: string, from: number, to: number) => {
-  const batch = 2_000
-  for (let start = from; start < to; start += batch) {
-    const rows = Array.from({ length: Math.min(batch, to - start) }, (_, i) => {
-      const id = `p_bench_${start + i}`
-      const title = sentence(3, 8)
-      const text = `${sentence(12, 30)}. ${sentence(8, 20)}.`
-      return {
-        id,
-        title,
-        content: `<p>${text}</p>`,
-        excerpt: text.slice(0, 280),
-        ...lexiconOf({ boardId, title, text, visibility: "public" }),
-        created_at: new Date(Date.UTC(2024, 10, 1) + Math.random() * 730 * 86_400_000).toISOString()
-      }
-    })
-    await withSql(url, (sql) =>
-      sql`INSERT INTO posts (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, source, lexicon,
-          title_lexicon, created_at, updated_at)
-        SELECT r.id, ${organizationId}, ${boardId}, r.title, r.id, r.content, r.excerpt, 'public', 'st_bench', 'import',
-          r.lexicon::tsvector, r."titleLexicon"::tsvector, r.created_at, r.created_at
-        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-          AS r(id text, title text, content text, excerpt text, lexicon text, "titleLexicon" text, created_at timestamptz)`
-    )
-  }
-  await withSql(url, (sql) => sql`VACUUM ANALYZE posts`)
-}
+const { fill } = synthetic(dataset)
 
 const database = await freshDatabase("speed")
 const dbUrl = database.url
@@ -120,13 +47,7 @@ const suggest = async (draft: { readonly title: string; readonly content: string
 }
 
 try {
-  await withSql(dbUrl, (sql) =>
-    Effect.all([
-      sql`INSERT INTO organizations (id, name) VALUES (${organizationId}, 'Bench')`,
-      sql`INSERT INTO statuses (id, organization_id, name, is_default, position) VALUES ('st_bench', ${organizationId}, 'Open', true, 0)`,
-      sql`INSERT INTO boards (id, organization_id, name, slug, visibility) VALUES (${boardId}, ${organizationId}, 'Bench', 'bench', 'public')`
-    ], { discard: true })
-  )
+  await createBoard(dbUrl)
   console.log("| public posts on the board | sequential p50 | p95 | p99 | concurrent (50) req/s | concurrent p99 |")
   console.log("|---|---|---|---|---|---|")
   let filled = 0

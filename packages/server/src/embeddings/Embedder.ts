@@ -113,6 +113,15 @@ const loop = Effect.gen(function*() {
   const sweepMs = Math.min(maxSweepMs, config.embeddingsRetryBaseMs)
   let failures = 0
   let nextSweep = 0
+  // A round that fails outright (the database is away) counts as a failed call: the loop waits, then goes on.
+  const attempt = (postIds?: ReadonlyArray<string>) =>
+    round.run(postIds).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.interrupt
+          : Effect.logWarning("Embedding round failed; trying again", cause).pipe(Effect.as({ claimed: 0, ok: false }))
+      )
+    )
   const settle = (result: StepResult) => {
     if (result.ok) {
       failures = 0
@@ -124,14 +133,14 @@ const loop = Effect.gen(function*() {
   for (;;) {
     const now = yield* Clock.currentTimeMillis
     if (now >= nextSweep) {
-      const result = yield* round.run()
+      const result = yield* attempt()
       yield* settle(result)
       if (result.ok && result.claimed > 0) continue
       nextSweep = (yield* Clock.currentTimeMillis) + sweepMs
       continue
     }
     const created = yield* Effect.raceFirst(signal.created, Effect.sleep(nextSweep - now).pipe(Effect.as([])))
-    for (let i = 0; i < created.length; i += batchSize) yield* settle(yield* round.run(created.slice(i, i + batchSize)))
+    for (let i = 0; i < created.length; i += batchSize) yield* settle(yield* attempt(created.slice(i, i + batchSize)))
   }
 })
 

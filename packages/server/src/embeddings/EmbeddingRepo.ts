@@ -124,9 +124,12 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         const kind = indexKind(model.dimensions)
         if (kind === undefined) return false
         const name = indexName(model)
-        const [existing] = yield* sql<{ valid: boolean }>`SELECT i.indisvalid AS valid FROM pg_class c
-          JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = ${name}`
+        const [existing] = yield* sql<{ valid: boolean; building: boolean }>`SELECT i.indisvalid AS valid,
+            EXISTS (SELECT 1 FROM pg_stat_progress_create_index b WHERE b.index_relid = c.oid) AS building
+          FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = ${name}`
         if (existing?.valid === true) return true
+        // Another instance is building it: leave it be (dropping it would queue a lock that stops every query on the table).
+        if (existing?.building === true) return true
         if (existing !== undefined) yield* sql.unsafe(`DROP INDEX IF EXISTS ${name}`)
         const m = modelSql(model)
         yield* sql.unsafe(
