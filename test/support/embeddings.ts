@@ -54,12 +54,14 @@ const cjk = String.raw`\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30F
 const cjkChar = new RegExp(`[${cjk}]`, "u")
 const cjkRun = new RegExp(`[${cjk}]+`, "gu")
 const hiraganaOnly = /^[\p{Script=Hiragana}\u30FC]+$/u
-/** A letter or digit of a word that is not CJK: what Latin (Cyrillic, …) words are made of. */
-const wordChar = String.raw`[[\p{L}\p{N}]--[${cjk}]]`
-const latinWord = new RegExp(`${wordChar}+`, "gv")
+/** A letter or digit: what Latin (Cyrillic, …) words are made of, in a text whose CJK characters are blanked out. */
+const wordChar = String.raw`[\p{L}\p{N}]`
+const latinWord = new RegExp(`${wordChar}+`, "gu")
+/** The text with its CJK characters as spaces (the same length), for the Latin members and words. */
+const blankCjk = (text: string) => text.replace(cjkRun, (run) => " ".repeat(run.length))
 
 /** NFKC (full-width to ASCII, half-width kana to full-width), lower case, no combining accents, one apostrophe. */
-export const fold = (text: string) =>
+const fold = (text: string) =>
   text.normalize("NFKC").toLowerCase().normalize("NFD").replace(/[\u0300-\u036f]/g, "").normalize("NFC").replace(/[\u2018\u2019\u02bc`´]/g, "'")
 
 /** Function words (folded, 3 letters or more) of the six languages that carry no topic. */
@@ -107,30 +109,25 @@ const slot = (key: string, dimensions: number): readonly [number, number] => {
 }
 
 /**
- * A concept's direction: a unit vector of hashed signs on every dimension, so
- * that two concepts are nearly orthogonal (their cosine about ±1/√dimensions),
- * never the same by a collision.
+ * A concept's direction: ±1 on two hashed dimensions (`concept:${i}` and
+ * `concept:${i}:2`, moved to the next dimension if they meet), so that two
+ * concepts are orthogonal unless their dimensions collide, and then share
+ * only half of their length.
  */
 const directions = new Map<string, ReadonlyArray<number>>()
-const pairs = Number(process.env["FAKE_PAIRS"] ?? 0)
-const seed = process.env["FAKE_SEED"] ?? ""
 const direction = (group: number, dimensions: number) => {
-  const key = `concept:${group}/${dimensions}`
+  const key = `${group}/${dimensions}`
   let vector = directions.get(key)
   if (!vector) {
-    if (pairs > 0) {
-      const v = new Array<number>(dimensions).fill(0)
-      for (let j = 0; j < Math.min(pairs, dimensions); j++) {
-        let [d, sign] = slot(`concept:${group}:${j}${seed}`, dimensions)
-        while (v[d] !== 0) d = (d + 1) % dimensions
-        v[d] = sign
-      }
-      const n = Math.hypot(...v)
-      vector = v.map((x) => x / n)
-    } else {
-      const scale = 1 / Math.sqrt(dimensions)
-      vector = Array.from({ length: dimensions }, (_, i) => (hash(`concept:${group}:${i}${seed}`) >>> 31 === 1 ? -scale : scale))
+    const v = new Array<number>(dimensions).fill(0)
+    for (const name of [`concept:${group}`, `concept:${group}:2`].slice(0, dimensions)) {
+      const [first, sign] = slot(name, dimensions)
+      let d = first
+      while (v[d] !== 0) d = (d + 1) % dimensions
+      v[d] = sign
     }
+    const norm = Math.hypot(...v)
+    vector = v.map((x) => x / norm)
     directions.set(key, vector)
   }
   return vector
@@ -143,7 +140,7 @@ interface Member {
   /** CJK: matched as a substring. */
   readonly substring?: string
   /** Otherwise: matched at word boundaries. */
-  readonly pattern?: RegExp
+  readonly pattern?: LatinPattern
 }
 
 interface Fuzzy {
@@ -154,7 +151,12 @@ interface Fuzzy {
 }
 
 interface Thesaurus {
-  readonly members: ReadonlyArray<Member>
+  /** The CJK members. */
+  readonly substrings: ReadonlyArray<Member>
+  /** The Latin members by the first (up to) 3 letters of their first word: only a text with a word starting so can have them. */
+  readonly byHead: ReadonlyMap<string, ReadonlyArray<Member>>
+  /** The Latin members that start otherwise (a symbol, or a `*`): always tried. */
+  readonly always: ReadonlyArray<Member>
   /** Single-word Latin members of 5 letters or more, by first letter: what a misspelt word may be. */
   readonly fuzzy: ReadonlyMap<string, ReadonlyArray<Fuzzy>>
 }
@@ -166,24 +168,53 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&")
  * go on (a prefix), at its start lets the first word start earlier (the end of
  * a compound). Spaces and hyphens inside match any run of spaces and hyphens,
  * or none ("dark-mode", "darkmode"); an apostrophe is optional; a plain last
- * word may take a plural "s" or "es".
+ * word may take a plural "s" or "es". The word boundaries are checked apart
+ * (see `latinMatches`), which keeps the patterns cheap to compile.
  */
-const latinPattern = (member: string) => {
+interface LatinPattern {
+  readonly regex: RegExp
+  readonly leading: boolean
+  readonly trailing: boolean
+}
+
+const latinPattern = (member: string): LatinPattern => {
   const leading = member.startsWith("*")
   const trailing = member.endsWith("*")
   const core = member.slice(leading ? 1 : 0, trailing ? -1 : undefined)
   const body = Array.from(core).map((c) => (/[\s-]/.test(c) ? "[\\s\\-_]*" : c === "'" ? "'?" : escape(c))).join("").replace(/(\[\\s\\-_\]\*)+/g, "[\\s\\-_]*")
-  const before = leading ? `${wordChar}*` : `(?<!${wordChar})`
-  const after = trailing ? `${wordChar}*` : /[\p{L}]$/u.test(core) ? `(?:e?s)?(?!${wordChar})` : `(?!${wordChar})`
-  return new RegExp(`${before}${body}${after}`, "gv")
+  const plural = !trailing && /\p{L}$/u.test(core) ? "(?:e?s)?" : ""
+  return { regex: new RegExp(body + plural, "gu"), leading, trailing }
 }
+
+/** Where a Latin member occurs in `text`, whose letters and digits `word` marks. */
+const latinMatches = function*(pattern: LatinPattern, text: string, word: Uint8Array) {
+  const { regex } = pattern
+  regex.lastIndex = 0
+  for (let m = regex.exec(text); m !== null; m = regex.exec(text)) {
+    let start = m.index
+    let end = start + m[0].length
+    regex.lastIndex = start + 1
+    if (end === start) continue
+    if (pattern.leading) while (start > 0 && word[start - 1]) start--
+    else if (start > 0 && word[start - 1]) continue
+    if (pattern.trailing) while (end < text.length && word[end]) end++
+    else if (end < text.length && word[end]) continue
+    regex.lastIndex = end
+    yield { start, end }
+  }
+}
+
+/** The keys a word of the text offers for `byHead`: its first 1, 2 and 3 letters. */
+const heads = (word: string) => [word.slice(0, 1), word.slice(0, 2), word.slice(0, 3)]
 
 const compiled = new WeakMap<ReadonlyArray<ReadonlyArray<string>>, Thesaurus>()
 
 const compile = (concepts: ReadonlyArray<ReadonlyArray<string>>): Thesaurus => {
   const cached = compiled.get(concepts)
   if (cached) return cached
-  const members: Array<Member> = []
+  const substrings: Array<Member> = []
+  const byHead = new Map<string, Array<Member>>()
+  const always: Array<Member> = []
   const fuzzy = new Map<string, Array<Fuzzy>>()
   concepts.forEach((words, group) => {
     for (const raw of words) {
@@ -191,21 +222,24 @@ const compile = (concepts: ReadonlyArray<ReadonlyArray<string>>): Thesaurus => {
       const member = fold(exclusive ? raw.slice(1) : raw).trim()
       if (member === "" || member === "*") continue
       if (cjkChar.test(member)) {
-        members.push({ group, exclusive, substring: member.replace(/\*/g, "") })
+        substrings.push({ group, exclusive, substring: member.replace(/\*/g, "") })
         continue
       }
-      members.push({ group, exclusive, pattern: latinPattern(member) })
+      const entry = { group, exclusive, pattern: latinPattern(member) }
+      const first = /^[\p{L}\p{N}]+/u.exec(member)?.[0]
+      if (first === undefined) always.push(entry)
+      else {
+        const head = first.slice(0, 3)
+        byHead.set(head, [...(byHead.get(head) ?? []), entry])
+      }
       const prefix = member.endsWith("*")
       const stem = prefix ? member.slice(0, -1) : member
       if (!member.startsWith("*") && /^\p{L}{5,}$/u.test(stem)) {
-        const first = stem[0]!
-        const list = fuzzy.get(first) ?? []
-        list.push({ group, stem, prefix })
-        fuzzy.set(first, list)
+        fuzzy.set(stem[0]!, [...(fuzzy.get(stem[0]!) ?? []), { group, stem, prefix }])
       }
     }
   })
-  const thesaurus = { members, fuzzy }
+  const thesaurus = { substrings, byHead, always, fuzzy }
   compiled.set(concepts, thesaurus)
   return thesaurus
 }
@@ -258,16 +292,23 @@ interface Match {
 
 /** The concept groups a text has, and the character ranges their members cover. */
 const conceptsOf = (text: string, thesaurus: Thesaurus) => {
+  const latin = blankCjk(text)
   const matches: Array<Match> = []
-  for (const member of thesaurus.members) {
-    if (member.substring !== undefined) {
-      for (let at = text.indexOf(member.substring); at >= 0; at = text.indexOf(member.substring, at + 1)) {
-        matches.push({ group: member.group, start: at, end: at + member.substring.length, exclusive: member.exclusive })
-      }
-    } else if (member.pattern) {
-      for (const m of text.matchAll(member.pattern)) {
-        if (m[0].length > 0) matches.push({ group: member.group, start: m.index, end: m.index + m[0].length, exclusive: member.exclusive })
-      }
+  for (const member of thesaurus.substrings) {
+    const needle = member.substring!
+    for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) {
+      matches.push({ group: member.group, start: at, end: at + needle.length, exclusive: member.exclusive })
+    }
+  }
+  const candidates = new Set(thesaurus.always)
+  const word = new Uint8Array(latin.length)
+  for (const m of latin.matchAll(latinWord)) {
+    word.fill(1, m.index, m.index + m[0].length)
+    for (const head of heads(m[0])) for (const member of thesaurus.byHead.get(head) ?? []) candidates.add(member)
+  }
+  for (const member of candidates) {
+    for (const { start, end } of latinMatches(member.pattern!, latin, word)) {
+      matches.push({ group: member.group, start, end, exclusive: member.exclusive })
     }
   }
   const exclusive = matches.filter((m) => m.exclusive)
@@ -297,7 +338,7 @@ export const conceptVector = (text: string, dimensions: number, concepts: Readon
   const thesaurus = compile(concepts)
   const { groups, covered } = conceptsOf(folded, thesaurus)
   const words = new Set<string>()
-  for (const m of folded.matchAll(latinWord)) {
+  for (const m of blankCjk(folded).matchAll(latinWord)) {
     const word = m[0]
     if (word.length < 3 || stopwords.has(word) || overlaps(covered, m.index, m.index + word.length)) continue
     const group = misspelt(word, thesaurus)
@@ -319,7 +360,7 @@ export const conceptVector = (text: string, dimensions: number, concepts: Readon
     const d = direction(group, dimensions)
     for (let i = 0; i < dimensions; i++) vector[i]! += conceptWeight * d[i]!
   }
-  for (const word of words) add(`word:${word}${seed}`, wordWeight)
+  for (const word of words) add(`word:${word}`, wordWeight)
   const norm = Math.hypot(...vector)
   if (norm === 0) return vector.map((_, i) => (i === 0 ? 1 : 0))
   return vector.map((x) => x / norm)
