@@ -4,6 +4,14 @@
  * process on real PostgreSQL. Reports recall@5, MRR@5 and hit@1 overall and
  * per kind, and the mean number of results for drafts that have no duplicate.
  *
+ * Then the semantic path (decision 0009), with the fake concept embedder of
+ * the tests (`test/support/embeddings.ts`, 64 dimensions), which stands in
+ * for a real model: a second server process on the same database embeds the
+ * posts, and the report compares recall@5 and MRR@5 of the lexical answer
+ * alone, the vector answer alone (nearest within the distance), and the
+ * merged answer the API gives, at several maximum distances. The merged
+ * answer is checked against the API's at QUALITY_MAX_DISTANCE (default 0.5).
+ *
  * `npm run quality -- --tune` ranks in process instead, without the
  * threshold, and reports the metrics for a range of thresholds on the drafts
  * with odd numbers (tuning) and even numbers (checking).
@@ -11,12 +19,13 @@
  * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is
  * an admin URL: a fresh database is created and dropped.
  */
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Selection } from "../../packages/server/dist/suggestions/Suggestions.js"
-import { freshDatabase, startProcess } from "../support.ts"
+import { startFakeEmbeddings } from "../../test/support/embeddings.ts"
+import { freshDatabase, startProcess, withSql } from "../support.ts"
 import { datasetOrganization, type Draft, loadDataset, qualityOrganizationId as organizationId } from "./dataset.ts"
 
 const tune = process.argv.includes("--tune")
@@ -91,6 +100,120 @@ const report = (outcomes: ReadonlyArray<Outcome>) => {
   console.log(rows.join("\n"))
 }
 
+/** The maximum distance the API runs with in the semantic report; the report also shows others. */
+const maxDistance = Number(process.env["QUALITY_MAX_DISTANCE"] ?? 0.5)
+const distances = [...new Set([0.4, 0.45, 0.5, 0.55, 0.6, maxDistance])].sort()
+
+const summary = (label: string, outcomes: ReadonlyArray<Outcome>) => {
+  const all = metrics(outcomes)
+  const para = metrics(outcomes.filter((o) => o.draft.kind === "paraphrase"))
+  const neg = negatives(outcomes)
+  return `| ${label} | ${f2(all.recall)} | ${f2(all.mrr)} | ${f2(all.hit1)} | ${f2(para.recall)} / ${f2(para.mrr)} | ${f2(neg.meanResults)} |`
+}
+
+/** In-process services of the server (dist), on `env`: for the answers the API does not give alone. */
+const inProcess = async <A>(env: Record<string, string>, f: (services: {
+  readonly suggestions: import("../../packages/server/dist/suggestions/Suggestions.js").Suggestions["Service"]
+  readonly embeddings: import("../../packages/server/dist/embeddings/Embeddings.js").Embeddings["Service"]
+  readonly repo: import("../../packages/server/dist/embeddings/EmbeddingRepo.js").EmbeddingRepo["Service"]
+  readonly text: (html: string) => string
+}) => Effect.Effect<A>) => {
+  const { Core } = await import("../../packages/server/dist/App.js")
+  const { ServerConfig } = await import("../../packages/server/dist/config.js")
+  const { Suggestions } = await import("../../packages/server/dist/suggestions/Suggestions.js")
+  const { Embeddings } = await import("../../packages/server/dist/embeddings/Embeddings.js")
+  const { EmbeddingRepo } = await import("../../packages/server/dist/embeddings/EmbeddingRepo.js")
+  const { Sanitizer } = await import("../../packages/server/dist/content/Sanitizer.js")
+  return Effect.runPromise(Effect.gen(function*() {
+    const sanitizer = yield* Sanitizer
+    return yield* f({ suggestions: yield* Suggestions, embeddings: yield* Embeddings, repo: yield* EmbeddingRepo, text: sanitizer.text })
+  }).pipe(
+    Effect.provide(Core.pipe(Layer.provideMerge(ServerConfig.layer), Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))),
+    Effect.scoped
+  ))
+}
+
+/**
+ * The semantic path with the fake concept embedder: a server process that
+ * embeds the posts, then per draft the lexical answer, the nearest posts with
+ * their distances (in process, through the server's own services), and the
+ * API's merged answer.
+ */
+const semanticReport = async (databaseUrl: string) => {
+  const { fuse } = await import("../../packages/server/dist/suggestions/fuse.js")
+  const { embeddingInput } = await import("../../packages/server/dist/embeddings/Embeddings.js")
+  const { normalizeDraft } = await import("../../packages/server/dist/suggestions/Semantic.js")
+  const fake = await startFakeEmbeddings({ dimensions: 64 })
+  const env = {
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: "warn",
+    EMBEDDINGS_URL: fake.url,
+    EMBEDDINGS_MODEL: "fake-concepts",
+    EMBEDDINGS_DIMENSIONS: "64",
+    SUGGESTIONS_MAX_DISTANCE: String(maxDistance)
+  }
+  const server = await startProcess("main.js", { ...env, RATE_LIMIT_MULTIPLIER: "100000" })
+  try {
+    const started = performance.now()
+    for (;;) {
+      const [row] = await withSql(databaseUrl, (sql) =>
+        sql<{ waiting: number }>`SELECT count(*)::int AS waiting FROM posts p
+          LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = 'fake-concepts' AND e.embedding IS NOT NULL
+          WHERE p.visibility = 'public' AND e.post_id IS NULL`)
+      if (row!.waiting === 0) break
+      if (performance.now() - started > 120_000) throw new Error(`${row!.waiting} posts still not embedded after 2 minutes`)
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    const embeddedIn = ((performance.now() - started) / 1000).toFixed(1)
+    const answers = await inProcess(env, ({ embeddings, repo, suggestions, text }) =>
+      Effect.forEach(dataset.drafts, (draft) =>
+        Effect.gen(function*() {
+          const request = { organizationId, boardId: draft.boardId, title: draft.title, content: draft.content }
+          const lexical = (yield* suggestions.lexical(request)).map((m) => ({ id: m.id }))
+          const [vector] = yield* Effect.orDie(embeddings.embed([embeddingInput(normalizeDraft(draft.title), normalizeDraft(text(draft.content)))]))
+          const near = yield* Effect.orDie(repo.nearest(Option.getOrThrow(embeddings.model), { ...request, vector: vector!, limit: 5 }))
+          const api = yield* Effect.promise(() =>
+            fetch(`${server.origin}/api/widget/v1/suggestions`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify(request)
+            }).then((res) => res.json() as Promise<Array<{ id: string }>>)
+          )
+          return { draft, lexical, near, api: api.map((m) => m.id) }
+        })))
+
+    const within = (near: ReadonlyArray<{ id: string; distance: number }>, d: number) => near.filter((n) => n.distance <= d).map((n) => ({ id: n.id }))
+    const merged = (a: (typeof answers)[number], d: number) => {
+      const vector = within(a.near, d)
+      return (vector.length === 0 ? a.lexical : fuse([vector, a.lexical], 5)).map((m) => m.id)
+    }
+    const vectorFirst = (a: (typeof answers)[number], d: number) => {
+      const vector = within(a.near, d).map((m) => m.id)
+      return [...vector, ...a.lexical.map((m) => m.id).filter((id) => !vector.includes(id))].slice(0, 5)
+    }
+    const rows = [
+      `Semantic path: the fake concept embedder (64 dimensions) in place of a model; ${dataset.posts.length} posts embedded in ${embeddedIn} s.`,
+      "",
+      "| answer | recall@5 | MRR@5 | hit@1 | paraphrase recall@5 / MRR@5 | results for a negative |",
+      "|---|---|---|---|---|---|",
+      summary("lexical only", answers.map((a) => outcome(a.draft, a.lexical.map((m) => m.id))))
+    ]
+    for (const d of distances) {
+      rows.push(summary(`vector only, distance ≤ ${d}`, answers.map((a) => outcome(a.draft, within(a.near, d).map((m) => m.id)))))
+      rows.push(summary(`merged (RRF), distance ≤ ${d}${d === maxDistance ? ": the API" : ""}`, answers.map((a) => outcome(a.draft, merged(a, d)))))
+      rows.push(summary(`vector, then lexical, distance ≤ ${d}`, answers.map((a) => outcome(a.draft, vectorFirst(a, d)))))
+    }
+    const differ = answers.filter((a) => JSON.stringify(a.api) !== JSON.stringify(merged(a, maxDistance)))
+    rows.push("", differ.length === 0
+      ? `The API's answers (SUGGESTIONS_MAX_DISTANCE=${maxDistance}) equal the merged answers above for all ${answers.length} drafts.`
+      : `The API's answers differ from the merged answers for: ${differ.map((a) => a.draft.id).join(", ")}`)
+    console.log(rows.join("\n"))
+  } finally {
+    await server.stop()
+    await fake.close()
+  }
+}
+
 const database = await freshDatabase("quality")
 const dir = await mkdtemp(join(tmpdir(), "hearken-quality-"))
 const seedFile = join(dir, "fixture.json")
@@ -160,6 +283,8 @@ try {
     } finally {
       await server.stop()
     }
+    console.log("")
+    await semanticReport(database.url)
   }
 } finally {
   await database.drop()
