@@ -1,5 +1,5 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import { Clock, ConfigProvider, Context, Effect, Layer } from "effect"
+import { Clock, ConfigProvider, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { mkdtemp, writeFile } from "node:fs/promises"
@@ -107,15 +107,19 @@ const reset = Effect.gen(function*() {
 }).pipe(Effect.orDie)
 
 const startClock = Effect.sync(() => Math.floor(Date.now() / 1000) * 1000).pipe(Effect.tap((now) => TestClock.setTime(now)))
+
+/** No embeddings, the API answering, virtual time at today's: each test starts here. */
+const fresh = Effect.gen(function*() {
+  yield* reset
+  const t0 = yield* startClock
+  return { fake: yield* Fake, round: yield* EmbeddingRound, t0 }
+})
 const virtual = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.provide(self, TestClock.layer())
 
 layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round, on virtual time", (it) => {
   it.effect("embeds every public post in batches, never the private one, and each once", () =>
     virtual(Effect.gen(function*() {
-      yield* reset
-      const fake = yield* Fake
-      const round = yield* EmbeddingRound
-      yield* startClock
+      const { fake, round } = yield* fresh
       const before = fake.inputs.length
       assert.deepStrictEqual(yield* round.run(), { claimed: batchSize, ok: true })
       assert.deepStrictEqual(yield* round.run(), { claimed: posts - batchSize, ok: true })
@@ -131,10 +135,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
 
   it("retries a failed post on the backoff schedule of the Clock, doubling, then stores it", () =>
     virtual(Effect.gen(function*() {
-      yield* reset
-      const fake = yield* Fake
-      const round = yield* EmbeddingRound
-      const t0 = yield* startClock
+      const { fake, round, t0 } = yield* fresh
       fake.mode = "error"
       const only = ["p_03"]
       assert.deepStrictEqual(yield* round.run(only), { claimed: 1, ok: false })
@@ -159,11 +160,8 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
 
   it("never waits longer than an hour between tries", () =>
     virtual(Effect.gen(function*() {
-      yield* reset
       const sql = yield* SqlClient.SqlClient
-      const fake = yield* Fake
-      const round = yield* EmbeddingRound
-      const t0 = yield* startClock
+      const { fake, round, t0 } = yield* fresh
       yield* sql`INSERT INTO post_embeddings (post_id, model, dimensions, attempts, retry_at)
         VALUES ('p_05', 'fake-1', 16, 30, ${new Date(t0).toISOString()}::timestamptz)`
       fake.mode = "error"
@@ -174,11 +172,8 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
 
   it("re-embeds a post whose title or content changed, and only that one", () =>
     virtual(Effect.gen(function*() {
-      yield* reset
       const sql = yield* SqlClient.SqlClient
-      const fake = yield* Fake
-      const round = yield* EmbeddingRound
-      yield* startClock
+      const { fake, round } = yield* fresh
       while ((yield* round.run()).claimed > 0) { /* back-fill */ }
       yield* sql`UPDATE posts SET title = 'Post number 9, renamed' WHERE id = 'p_09'`
       const before = fake.inputs.length
@@ -188,10 +183,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
 
   it("two workers at once never lease the same post, and together embed each once", () =>
     virtual(Effect.gen(function*() {
-      yield* reset
-      const fake = yield* Fake
-      const round = yield* EmbeddingRound
-      yield* startClock
+      const { fake, round } = yield* fresh
       const before = fake.inputs.length
       const results = yield* Effect.all([round.run(), round.run(), round.run()], { concurrency: 3 })
       expect(results.reduce((n, r) => n + r.claimed, 0)).toBe(posts)
@@ -202,12 +194,10 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
 
   it("takes over the posts of a worker whose lease ran out, not before", () =>
     virtual(Effect.gen(function*() {
-      yield* reset
       const repo = yield* EmbeddingRepo
       const embeddings = yield* Embeddings
-      const round = yield* EmbeddingRound
-      const model = embeddings.model.pipe((m) => m._tag === "Some" ? m.value : undefined)!
-      const t0 = yield* startClock
+      const model = Option.getOrThrow(embeddings.model)
+      const { round, t0 } = yield* fresh
       // A worker that leased every post and died.
       const leased = yield* repo.claim({ model, nowMs: t0, limit: 100, leaseMs: 60_000, token: "dead-worker" })
       assert.strictEqual(leased.length, posts)

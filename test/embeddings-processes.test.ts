@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture } from "./support/fixtures.js"
-import { freePort, type ServerProcess, spawnServer, waitForHealth } from "./support/process.js"
+import { processGroup, type ServerProcess } from "./support/process.js"
 import { postJson } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
@@ -21,7 +21,7 @@ const key = "sk-process-secret-4242"
 let fake: FakeEmbeddings
 let db: TestDatabase
 let env: Record<string, string>
-const running = new Set<ServerProcess>()
+const processes = processGroup(() => env)
 
 beforeAll(async () => {
   fake = await startFakeEmbeddings({ dimensions: 32, concepts })
@@ -54,23 +54,13 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  for (const process of running) process.child.kill("SIGKILL")
+  processes.killAll()
   await fake.close()
   await db.drop()
 })
 
-const start = async (extra: Record<string, string> = {}) => {
-  const server = spawnServer({ ...env, ...extra }, await freePort())
-  running.add(server)
-  await waitForHealth(server.origin)
-  return server
-}
-
-const stop = async (server: ServerProcess) => {
-  server.child.kill("SIGTERM")
-  expect(await server.exited).toBe(0)
-  running.delete(server)
-}
+const start = processes.start
+const stop = async (server: ServerProcess) => expect(await processes.stop(server)).toBe(0)
 
 const counts = (model: string) =>
   db.query<{ embedded: number; failed: number }>((sql) =>

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
-import { baseFixture } from "./support/fixtures.js"
+import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
@@ -12,8 +12,7 @@ const concepts = [
   ["calendar", "monthly grid", "wall planner"]
 ]
 
-const p = (id: string, title: string, content: string, extra: Record<string, unknown> = {}) =>
-  ({ id, boardId: "b_feat", title, content, ...extra })
+const p = fixturePost
 
 const fixture = baseFixture()
 fixture.organizations[0]!.posts = [

@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest"
-import { baseFixture } from "./support/fixtures.js"
+import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 
-const p = (id: string, title: string, content: string, extra: Record<string, unknown> = {}) =>
-  ({ id, boardId: "b_feat", title, content, ...extra })
+const p = fixturePost
 
 const fixture = baseFixture()
 fixture.organizations[0]!.posts = [

@@ -3,15 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createDatabase, type TestDatabase } from "./support/database.js"
-import {
-  freePort,
-  type ServerProcess,
-  spawnScript,
-  spawnServer,
-  waitForHealth,
-  webhooksCliScript,
-  workerScript
-} from "./support/process.js"
+import { processGroup, type ServerProcess, spawnScript, webhooksCliScript, workerScript } from "./support/process.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { eventually } from "./support/wait.js"
 import { postJson } from "./support/server.js"
@@ -24,7 +16,8 @@ import { postJson } from "./support/server.js"
 const receiver = await Receiver.start()
 let db: TestDatabase
 let env: Record<string, string>
-const running = new Set<ServerProcess>()
+const processes = processGroup(() => env)
+const { start, stop } = processes
 
 const fixture = {
   organizations: [
@@ -50,30 +43,12 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  for (const process of running) process.child.kill("SIGKILL")
+  processes.killAll()
   await receiver.close()
   await db.drop()
 })
 
-const start = async (extra: Record<string, string> = {}) => {
-  const server = spawnServer({ ...env, ...extra }, await freePort())
-  running.add(server)
-  await waitForHealth(server.origin)
-  return server
-}
-
-const worker = () => {
-  const process = spawnScript(workerScript, [], { ...env, SEED_FILE: "" })
-  running.add(process)
-  return process
-}
-
-const stop = async (process: ServerProcess) => {
-  process.child.kill("SIGTERM")
-  const code = await process.exited
-  running.delete(process)
-  return code
-}
+const worker = () => processes.track(spawnScript(workerScript, [], { ...env, SEED_FILE: "" }))
 
 const cli = async (...args: Array<string>) => {
   const process = spawnScript(webhooksCliScript, args, { DATABASE_URL: db.url, LOG_LEVEL: "error" })

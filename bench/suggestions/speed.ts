@@ -22,7 +22,7 @@
  */
 import { freshDatabase, percentile, startProcess } from "../support.ts"
 import { loadDataset } from "./dataset.ts"
-import { boardId, createBoard, organizationId, synthetic } from "./synthetic.ts"
+import { createBoard, synthetic, timeSuggestion } from "./synthetic.ts"
 
 const sizes = (process.env["BENCH_SIZES"] ?? "1000,10000,100000").split(",").map(Number)
 const concurrentSize = Number(process.env["BENCH_CONCURRENT_SIZE"] ?? 10_000)
@@ -34,17 +34,7 @@ const dbUrl = database.url
 const server = await startProcess("main.js", { DATABASE_URL: dbUrl, RATE_LIMIT_MULTIPLIER: "1000000" })
 const origin = server.origin
 
-const suggest = async (draft: { readonly title: string; readonly content: string }) => {
-  const started = performance.now()
-  const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ organizationId, boardId, title: draft.title, content: draft.content })
-  })
-  await res.arrayBuffer()
-  if (res.status !== 200) throw new Error(`POST /suggestions answered ${res.status}`)
-  return performance.now() - started
-}
+const suggest = (draft: { readonly title: string; readonly content: string }) => timeSuggestion(origin, draft)
 
 try {
   await createBoard(dbUrl)

@@ -122,3 +122,16 @@ export const synthetic = (dataset: Dataset) => {
 
   return { fill }
 }
+
+/** One `POST /suggestions` for `draft` on the synthetic board of the server at `origin`: its latency in ms. */
+export const timeSuggestion = async (origin: string, draft: { readonly title: string; readonly content: string }) => {
+  const started = performance.now()
+  const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ organizationId, boardId, title: draft.title, content: draft.content })
+  })
+  await res.arrayBuffer()
+  if (res.status !== 200) throw new Error(`POST /suggestions answered ${res.status}`)
+  return performance.now() - started
+}

@@ -44,7 +44,7 @@ import { maxSuggestions } from "../../packages/server/dist/suggestions/Suggestio
 import { conceptVector, startFakeEmbeddings } from "../../test/support/embeddings.ts"
 import { freshDatabase, percentile, startProcess, withSql } from "../support.ts"
 import { loadDataset } from "./dataset.ts"
-import { boardId, createBoard, organizationId, type SyntheticPost, synthetic } from "./synthetic.ts"
+import { boardId, createBoard, organizationId, type SyntheticPost, synthetic, timeSuggestion } from "./synthetic.ts"
 
 const sizes = (process.env["BENCH_VECTOR_SIZES"] ?? "10000,100000").split(",").map(Number)
 const dimensions = Number(process.env["BENCH_DIMENSIONS"] ?? 384)
@@ -154,17 +154,7 @@ const run = async (size: number) => {
       SUGGESTIONS_MAX_DISTANCE: "2"
     })
     const origin = server.origin
-    const suggest = async (draft: { readonly title: string; readonly content: string }) => {
-      const started = performance.now()
-      const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ organizationId, boardId, title: draft.title, content: draft.content })
-      })
-      await res.arrayBuffer()
-      if (res.status !== 200) throw new Error(`POST /suggestions answered ${res.status}`)
-      return performance.now() - started
-    }
+    const suggest = (draft: { readonly title: string; readonly content: string }) => timeSuggestion(origin, draft)
 
     for (const draft of dataset.drafts) await suggest(draft) // warm-up, and the draft-embedding cache
     const callsBefore = fake.calls

@@ -43,3 +43,7 @@ export const baseFixture = () => ({
     }
   ]
 })
+
+/** A post of the fixture format on `b_feat` unless `extra` says otherwise. */
+export const fixturePost = (id: string, title: string, content: string, extra: Record<string, unknown> = {}) =>
+  ({ id, boardId: "b_feat", title, content, ...extra })

@@ -8,7 +8,9 @@ export const workerScript = join(dist, "worker.js")
 export const webhooksCliScript = join(dist, "webhooks-cli.js")
 export const seedScript = join(dist, "seed.js")
 
-export { freePort } from "./net.js"
+import { freePort } from "./net.js"
+
+export { freePort }
 
 export interface ServerProcess {
   readonly child: ChildProcess
@@ -42,3 +44,34 @@ export const waitForHealth = (origin: string, timeoutMs = 30_000) =>
     () => fetch(`${origin}/health`).then((res) => res.status === 200 || undefined, () => undefined),
     { timeoutMs, everyMs: 200 }
   )
+
+/**
+ * The processes one test file starts, against the environment `env()` gives
+ * at the time: `start` spawns the server and waits for `/health`, `track`
+ * adopts another process, `stop` sends SIGTERM and yields the exit code, and
+ * `killAll` (for `afterAll`) ends whatever is left.
+ */
+export const processGroup = (env: () => Record<string, string>) => {
+  const running = new Set<ServerProcess>()
+  const track = (process: ServerProcess) => {
+    running.add(process)
+    return process
+  }
+  return {
+    track,
+    start: async (extra: Record<string, string> = {}) => {
+      const server = track(spawnServer({ ...env(), ...extra }, await freePort()))
+      await waitForHealth(server.origin)
+      return server
+    },
+    stop: async (process: ServerProcess) => {
+      process.child.kill("SIGTERM")
+      const code = await process.exited
+      running.delete(process)
+      return code
+    },
+    killAll: () => {
+      for (const process of running) process.child.kill("SIGKILL")
+    }
+  }
+}
