@@ -47,7 +47,7 @@ const waiting = (s: TestServer, model = "concepts-1") =>
   s.db.query<{ n: number }>((sql) =>
     sql`SELECT count(*)::int AS n FROM posts p
       LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${model}
-      WHERE p.visibility = 'public' AND (e.embedding IS NULL OR e.source_hash <> md5(p.title || E'\\n\\n' || p.content))`
+      WHERE p.visibility = 'public' AND (e.embedding IS NULL OR e.source_hash <> p.text_hash)`
   ).then((rows) => rows[0]!.n)
 
 beforeAll(async () => {

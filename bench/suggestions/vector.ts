@@ -62,7 +62,7 @@ const draftVectors = draftInputs.map((input) => vectorLiteral(conceptVector(inpu
 // As `EmbeddingRepo` writes them: the model and the indexed expression as literals, the hash as the claim computes it.
 const predicate = (alias = "") => `${alias}model = '${model.name.replace(/'/g, "''")}' AND ${alias}dimensions = ${dimensions}`
 const cast = `${kind}(${dimensions})`
-const sourceHash = "md5(p.title || E'\\n\\n' || p.content)"
+const sourceHash = "p.text_hash"
 
 /** One `post_embeddings` row per post, as if the server's embedder had stored the fake's vectors. */
 const embed = (url: string) => async (posts: ReadonlyArray<SyntheticPost>) => {

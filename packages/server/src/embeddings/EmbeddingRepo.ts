@@ -78,8 +78,8 @@ const modelSql = (model: Model, alias = "") => {
   }
 }
 
-/** The hash of a post's text, as the claim computes it: a post whose title or content changes is due again. */
-const sourceHash = "md5(p.title || E'\\n\\n' || p.content)"
+/** The hash of a post's title and content (a generated column): a post whose text changes is due again. */
+const sourceHash = "p.text_hash"
 
 /** The SQL of `post_embeddings`: the embedding queue and the vectors. */
 export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
