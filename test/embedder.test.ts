@@ -104,6 +104,7 @@ const reset = Effect.gen(function*() {
   yield* sql`DELETE FROM post_embeddings`
   const fake = yield* Fake
   fake.mode = "ok"
+  fake.rejectInputsContaining = undefined
 }).pipe(Effect.orDie)
 
 const startClock = Effect.sync(() => Math.floor(Date.now() / 1000) * 1000).pipe(Effect.tap((now) => TestClock.setTime(now)))
@@ -179,6 +180,24 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
       const before = fake.inputs.length
       assert.deepStrictEqual(yield* round.run(), { claimed: 1, ok: true })
       expect(fake.inputs.slice(before)).toEqual(["Post number 9, renamed\n\nText 9"])
+    })))
+
+  it("splits a batch the API rejects until the post it cannot take is alone, and stores the others", () =>
+    virtual(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const { fake, round, t0 } = yield* fresh
+      yield* sql`UPDATE posts SET title = 'Post number 7 (too long for the model)' WHERE id = 'p_07'`
+      fake.rejectInputsContaining = "too long"
+      try {
+        // The API answers: a post it refuses is no reason for the loop to wait.
+        assert.deepStrictEqual(yield* round.run(), { claimed: batchSize, ok: true })
+        const all = yield* rows
+        const refused = all.filter((r) => !r.embedded)
+        assert.deepStrictEqual(refused.map((r) => [r.postId, r.attempts, r.retryMs, r.leased]), [["p_07", 1, t0 + baseMs, false]])
+        expect(all.filter((r) => r.embedded)).toHaveLength(batchSize - 1)
+      } finally {
+        yield* sql`UPDATE posts SET title = 'Post number 7' WHERE id = 'p_07'`
+      }
     })))
 
   it("two workers at once never lease the same post, and together embed each once", () =>

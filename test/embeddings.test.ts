@@ -38,7 +38,9 @@ const embeddingsEnv = () => ({
   EMBEDDINGS_DIMENSIONS: "64",
   EMBEDDINGS_API_KEY: "sk-test-do-not-log",
   EMBEDDINGS_TIMEOUT_MS: String(timeoutMs),
-  EMBEDDINGS_RETRY_BASE_MS: "100",
+  EMBEDDINGS_BACKFILL_TIMEOUT_MS: "1000",
+  // Sweeps every 10 s: a post embedded sooner was embedded because it was created.
+  EMBEDDINGS_RETRY_BASE_MS: "600000",
   SUGGESTIONS_MAX_DISTANCE: "0.5"
 })
 
@@ -119,21 +121,29 @@ describe("semantic suggestions (embeddings configured)", () => {
     }
   })
 
-  it("embed a new post after it is committed, without making POST /feedback wait for the API", async () => {
+  it("embed a new post as soon as it is committed, not at the next sweep", async () => {
+    const created = await postJson(`${server.api}/feedback`, {
+      organizationId: "org_acme", boardId: "b_feat", title: "Chime when a comment arrives", content: "a ping noise"
+    })
+    expect(created.status).toBe(200)
+    await eventually("the new post embedded", async () => (await waiting(server)) === 0 || undefined, { timeoutMs: 3_000 })
+    expect(fake.inputs).toContain("Chime when a comment arrives\n\na ping noise")
+  })
+
+  it("never make POST /feedback wait for the embeddings API", async () => {
     fake.mode = "hang"
     try {
       const started = Date.now()
       const created = await postJson(`${server.api}/feedback`, {
-        organizationId: "org_acme", boardId: "b_feat", title: "Chime when a comment arrives", content: "a ping noise"
+        organizationId: "org_acme", boardId: "b_feat", title: "Calendar export to iCal", content: "subscribe from Outlook"
       })
       expect(created.status).toBe(200)
       expect(Date.now() - started).toBeLessThan(timeoutMs)
+      // The call was made after the commit, and hangs on.
+      await eventually("the embedding call", async () => fake.inputs.includes("Calendar export to iCal\n\nsubscribe from Outlook") || undefined)
     } finally {
       fake.mode = "ok"
     }
-    // The hung call times out, and the retry embeds it.
-    await eventually("the new post embedded", async () => (await waiting(server)) === 0 || undefined)
-    expect(fake.inputs).toContain("Chime when a comment arrives\n\na ping noise")
   })
 })
 

@@ -21,6 +21,8 @@ export interface FakeEmbeddings {
    * vectors of dimensions-1; "wrong-index": indexes shifted by one.
    */
   mode: FakeMode
+  /** A call with an input containing this is refused with 400, as an API refuses a text over its model's context. */
+  rejectInputsContaining: string | undefined
   /** POST /embeddings requests received (any mode). */
   readonly calls: number
   /** Every input string received, in order. */
@@ -387,7 +389,7 @@ export const startFakeEmbeddings = (options: FakeEmbeddingsOptions = {}): Promis
   const inputs: Array<string> = []
   const state = { calls: 0, authorization: undefined as string | undefined, model: undefined as string | undefined }
 
-  const answer = (req: IncomingMessage, res: ServerResponse, body: string, mode: FakeMode) => {
+  const answer = (req: IncomingMessage, res: ServerResponse, body: string, mode: FakeMode, poison: string | undefined) => {
     const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "")
     if (req.method !== "POST" || path !== "/v1/embeddings") {
       return json(res, 404, apiError(`no route for ${req.method} ${path}`, "invalid_request_error"))
@@ -409,6 +411,9 @@ export const startFakeEmbeddings = (options: FakeEmbeddingsOptions = {}): Promis
     inputs.push(...texts)
     if (mode === "hang") return
     if (mode === "error") return json(res, 500, apiError("the fake model is down", "server_error"))
+    if (poison !== undefined && texts.some((t) => t.includes(poison))) {
+      return json(res, 400, apiError("an input is longer than the model's context", "invalid_request_error"))
+    }
     const tokens = texts.reduce((n, t) => n + Math.max(1, Math.ceil(t.length / 4)), 0)
     json(res, 200, {
       object: "list",
@@ -427,6 +432,7 @@ export const startFakeEmbeddings = (options: FakeEmbeddingsOptions = {}): Promis
       url: "",
       dimensions,
       mode: "ok" as FakeMode,
+      rejectInputsContaining: undefined as string | undefined,
       get calls() {
         return state.calls
       },
@@ -449,7 +455,7 @@ export const startFakeEmbeddings = (options: FakeEmbeddingsOptions = {}): Promis
       let body = ""
       req.setEncoding("utf8")
       req.on("data", (chunk: string) => (body += chunk))
-      req.on("end", () => answer(req, res, body, mode))
+      req.on("end", () => answer(req, res, body, mode, fake.rejectInputsContaining))
     })
     server.on("connection", (socket) => {
       sockets.add(socket)

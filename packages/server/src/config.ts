@@ -29,6 +29,8 @@ export interface ServerConfigShape {
     readonly apiKey: Option.Option<Redacted.Redacted<string>>
   }>
   readonly embeddingsTimeoutMs: number
+  /** Limit on one background call (up to 32 posts): a model on a CPU needs far longer than for one draft. */
+  readonly embeddingsBackfillTimeoutMs: number
   /** A post whose embedding failed n times is tried again `base × 2^(n−1)` later, at most an hour. */
   readonly embeddingsRetryBaseMs: number
   readonly suggestionsMaxDistance: number
@@ -143,6 +145,7 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
         apiKey: embeddingsApiKey
       })),
       embeddingsTimeoutMs: yield* variable("EMBEDDINGS_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 1500),
+      embeddingsBackfillTimeoutMs: yield* variable("EMBEDDINGS_BACKFILL_TIMEOUT_MS", integer(1, 3_600_000), "a number of milliseconds", 120_000),
       embeddingsRetryBaseMs: yield* variable("EMBEDDINGS_RETRY_BASE_MS", integer(1, 3_600_000), "a number of milliseconds", 10_000),
       suggestionsMaxDistance: yield* variable("SUGGESTIONS_MAX_DISTANCE", decimal(0, 2), "a number between 0 and 2", 0.6),
       webhookMaxAttempts: yield* variable("WEBHOOK_MAX_ATTEMPTS", integer(1, 100), "an integer between 1 and 100", 8),

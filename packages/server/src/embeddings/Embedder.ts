@@ -2,7 +2,8 @@ import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import { randomUUID } from "node:crypto"
 import { ServerConfig } from "../config.js"
 import { Sanitizer } from "../content/Sanitizer.js"
-import { EmbeddingRepo } from "./EmbeddingRepo.js"
+import type { SqlError } from "effect/sql"
+import { type ClaimedPost, EmbeddingRepo } from "./EmbeddingRepo.js"
 import { embeddingInput, Embeddings, type Model } from "./Embeddings.js"
 
 /** Posts embedded in one call. */
@@ -11,6 +12,8 @@ export const batchSize = 32
 export const maxSweepMs = 10_000
 /** No post waits longer than this between two tries. */
 export const maxRetryMs = 60 * 60_000
+/** The loop waits at most this long after a failed call: new posts are tried again soon after the API is back. */
+export const maxLoopBackoffMs = 60_000
 /** New posts remembered for the worker; past this the oldest are left to the next sweep. */
 const signalCapacity = 4_096
 
@@ -19,6 +22,8 @@ export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
   readonly postCreated: (postId: string) => Effect.Effect<void>
   /** The posts created since the last call; waits for at least one. */
   readonly created: Effect.Effect<ReadonlyArray<string>>
+  /** The posts created since the last call, perhaps none; does not wait. */
+  readonly poll: Effect.Effect<ReadonlyArray<string>>
 }>()("hearken/EmbeddingSignal") {
   /** A queue when embeddings are configured; otherwise nothing is remembered. */
   static readonly layer = Layer.effect(
@@ -26,12 +31,13 @@ export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
     Effect.gen(function*() {
       const config = yield* ServerConfig
       if (Option.isNone(config.embeddings)) {
-        return EmbeddingSignal.of({ postCreated: () => Effect.void, created: Effect.never })
+        return EmbeddingSignal.of({ postCreated: () => Effect.void, created: Effect.never, poll: Effect.succeed([]) })
       }
       const queue = yield* Queue.sliding<string>(signalCapacity)
       return EmbeddingSignal.of({
         postCreated: (postId) => Queue.offer(queue, postId).pipe(Effect.asVoid),
-        created: Queue.takeAll(queue)
+        created: Queue.takeAll(queue),
+        poll: Queue.clear(queue)
       })
     })
   )
@@ -59,36 +65,54 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
       const sanitizer = yield* Sanitizer
       if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("EmbeddingRound needs EMBEDDINGS_URL"))
       const model = embeddings.model.value
-      // Long enough for the call and the writes; a worker that died gives its posts up after it.
-      const leaseMs = config.embeddingsTimeoutMs + 30_000
+      // Long enough for a call, its splits and the writes; a worker that died gives its posts up after it.
+      const leaseMs = config.embeddingsBackfillTimeoutMs * 2 + 30_000
+
+      const inputs = (posts: ReadonlyArray<ClaimedPost>) => posts.map((post) => embeddingInput(post.title, sanitizer.text(post.content)))
+
+      /**
+       * Embeds `posts` in one call and stores the vectors, or records the
+       * failure. A batch the API rejects (one text it cannot take) is split in
+       * halves until that post is alone, so it does not hold back the others.
+       * Yields whether the API was answering.
+       */
+      const embedBatch = (posts: ReadonlyArray<ClaimedPost>, token: string): Effect.Effect<boolean, SqlError.SqlError> =>
+        embeddings.embed(inputs(posts), config.embeddingsBackfillTimeoutMs).pipe(
+          Effect.matchEffect({
+            onSuccess: (vectors) => repo.store(model, token, posts.map((post, i) => ({ post, vector: vectors[i]! }))).pipe(Effect.as(true)),
+            onFailure: (error) => {
+              if (error.rejected === true && posts.length > 1) {
+                const half = Math.ceil(posts.length / 2)
+                return Effect.zipWith(embedBatch(posts.slice(0, half), token), embedBatch(posts.slice(half), token), (a, b) => a && b)
+              }
+              return Clock.currentTimeMillis.pipe(
+                Effect.flatMap((nowMs) =>
+                  repo.fail({
+                    model,
+                    nowMs,
+                    token,
+                    postIds: posts.map((post) => post.postId),
+                    error: error.reason,
+                    baseMs: config.embeddingsRetryBaseMs,
+                    maxMs: maxRetryMs
+                  })
+                ),
+                // A post the API refuses says nothing about the API: the loop need not slow down for it.
+                Effect.as(error.rejected === true)
+              )
+            }
+          })
+        )
 
       const run = Effect.fn("EmbeddingRound.run")(function*(postIds?: ReadonlyArray<string>) {
         const token = randomUUID()
-        const nowMs = yield* Clock.currentTimeMillis
-        const posts = yield* repo.claim({ model, nowMs, limit: batchSize, leaseMs, token, postIds })
-        if (posts.length === 0) return { claimed: 0, ok: true }
-        return yield* embeddings.embed(posts.map((post) => embeddingInput(post.title, sanitizer.text(post.content)))).pipe(
-          Effect.matchEffect({
-            onSuccess: (vectors) =>
-              repo.store(model, token, posts.map((post, i) => ({ post, vector: vectors[i]! }))).pipe(
-                Effect.as({ claimed: posts.length, ok: true })
-              ),
-            onFailure: (error) =>
-              Effect.gen(function*() {
-                const failedAt = yield* Clock.currentTimeMillis
-                yield* repo.fail({
-                  model,
-                  nowMs: failedAt,
-                  token,
-                  postIds: posts.map((post) => post.postId),
-                  error: error.reason,
-                  baseMs: config.embeddingsRetryBaseMs,
-                  maxMs: maxRetryMs
-                })
-                return { claimed: posts.length, ok: false }
-              })
-          }),
-          // Stopped mid-call (a shutdown): the posts are free for the next worker at once.
+        return yield* Effect.gen(function*() {
+          const nowMs = yield* Clock.currentTimeMillis
+          const posts = yield* repo.claim({ model, nowMs, limit: batchSize, leaseMs, token, postIds })
+          if (posts.length === 0) return { claimed: 0, ok: true }
+          return { claimed: posts.length, ok: yield* embedBatch(posts, token) }
+        }).pipe(
+          // Stopped mid-round (a shutdown): whatever it leased is free for the next worker at once.
           Effect.onInterrupt(() => Effect.ignore(repo.release(model, token)))
         )
       }, Effect.orDie)
@@ -128,19 +152,24 @@ const loop = Effect.gen(function*() {
       return Effect.void
     }
     failures += 1
-    return Effect.sleep(Math.min(config.embeddingsRetryBaseMs * 2 ** (failures - 1), maxRetryMs))
+    return Effect.sleep(Math.min(config.embeddingsRetryBaseMs * 2 ** (failures - 1), maxLoopBackoffMs))
   }
+  const embedCreated = (created: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      for (let i = 0; i < created.length; i += batchSize) yield* settle(yield* attempt(created.slice(i, i + batchSize)))
+    })
   for (;;) {
     const now = yield* Clock.currentTimeMillis
     if (now >= nextSweep) {
+      // New posts go first, even in the middle of a long back-fill.
+      yield* embedCreated(yield* signal.poll)
       const result = yield* attempt()
       yield* settle(result)
       if (result.ok && result.claimed > 0) continue
       nextSweep = (yield* Clock.currentTimeMillis) + sweepMs
       continue
     }
-    const created = yield* Effect.raceFirst(signal.created, Effect.sleep(nextSweep - now).pipe(Effect.as([])))
-    for (let i = 0; i < created.length; i += batchSize) yield* settle(yield* attempt(created.slice(i, i + batchSize)))
+    yield* embedCreated(yield* Effect.raceFirst(signal.created, Effect.sleep(nextSweep - now).pipe(Effect.as([]))))
   }
 })
 

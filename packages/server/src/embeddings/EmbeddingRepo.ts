@@ -150,15 +150,21 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
                 e.source_hash IS DISTINCT FROM ${sql.literal(sourceHash)}
                 AND (e.retry_at IS NULL OR e.retry_at <= ${now}::timestamptz)
                 AND (e.lease_until IS NULL OR e.lease_until <= ${now}::timestamptz)))
-            -- Never tried first, then changed ones, then the longest-waiting retries: a failing few never starve the rest.
-            ORDER BY e.post_id IS NOT NULL, e.retry_at NULLS FIRST
+            -- Never tried first, newest first (the likeliest duplicates), then changed ones, then the
+            -- longest-waiting retries: a failing few never starve the rest.
+            ORDER BY e.post_id IS NOT NULL, e.retry_at NULLS FIRST, p.created_at DESC, p.id
             LIMIT ${c.limit}
+            -- Another worker's claim in flight holds its posts: take the next ones instead of the same.
+            FOR NO KEY UPDATE OF p SKIP LOCKED
           ), leased AS (
             INSERT INTO post_embeddings (post_id, model, dimensions, lease_until, lease_token)
             SELECT id, ${c.model.name}, ${c.model.dimensions}, ${iso(c.nowMs + c.leaseMs)}::timestamptz, ${c.token} FROM due
             ON CONFLICT (post_id, model, dimensions) DO UPDATE
               SET lease_until = EXCLUDED.lease_until, lease_token = EXCLUDED.lease_token
-              WHERE post_embeddings.lease_until IS NULL OR post_embeddings.lease_until <= ${now}::timestamptz
+              -- Still due as the latest committed row says: a worker that stored or failed it meanwhile wins.
+              WHERE (post_embeddings.lease_until IS NULL OR post_embeddings.lease_until <= ${now}::timestamptz)
+                AND (post_embeddings.retry_at IS NULL OR post_embeddings.retry_at <= ${now}::timestamptz)
+                AND post_embeddings.source_hash IS DISTINCT FROM (SELECT text_hash FROM posts WHERE id = post_embeddings.post_id)
             RETURNING post_id
           )
           SELECT p.id AS "postId", p.title, p.content, ${sql.literal(sourceHash)} AS "sourceHash"
@@ -180,7 +186,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
       const fail = Effect.fn("EmbeddingRepo.fail")((f: Failure) =>
         f.postIds.length === 0 ? Effect.void : sql`UPDATE post_embeddings
           SET attempts = attempts + 1, last_error = ${f.error.slice(0, 500)}, lease_until = NULL, lease_token = NULL,
-            retry_at = ${iso(f.nowMs)}::timestamptz + least(${f.baseMs}::float8 * power(2, attempts), ${f.maxMs}::float8) * interval '1 millisecond'
+            retry_at = ${iso(f.nowMs)}::timestamptz + least(${f.baseMs}::float8 * power(2, least(attempts, 40)), ${f.maxMs}::float8) * interval '1 millisecond'
           WHERE post_id IN ${sql.in(f.postIds)} AND model = ${f.model.name} AND dimensions = ${f.model.dimensions}
             AND lease_token = ${f.token}`.pipe(Effect.asVoid)
       )

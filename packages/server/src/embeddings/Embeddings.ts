@@ -2,8 +2,16 @@ import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 
-/** An embeddings call that gave no usable vectors. `reason` never holds the key. */
-export class EmbeddingsError extends Data.TaggedError("EmbeddingsError")<{ readonly reason: string }> {
+/**
+ * An embeddings call that gave no usable vectors. `reason` never holds the key.
+ * `rejected`: the API refused the input itself (a 4xx other than 408 and 429,
+ * such as a text over the model's context): another call with the same input
+ * fails again, while a smaller batch may not.
+ */
+export class EmbeddingsError extends Data.TaggedError("EmbeddingsError")<{
+  readonly reason: string
+  readonly rejected?: boolean | undefined
+}> {
   override get message() {
     return this.reason
   }
@@ -60,13 +68,15 @@ export const inInputOrder = (answer: typeof EmbeddingsAnswer.Type, inputs: numbe
 }
 
 /** Why a call failed, in a few words: never the URL's credentials, the key, or the whole body. */
-const describe = (error: unknown): string => {
-  if (error instanceof EmbeddingsError) return error.reason
+const describe = (error: unknown): EmbeddingsError => {
+  if (error instanceof EmbeddingsError) return error
   const e = error as { readonly _tag?: string; readonly reason?: { readonly _tag?: string; readonly response?: { readonly status?: number } } }
-  if (e.reason?._tag === "StatusCodeError") return `HTTP ${e.reason.response?.status}`
-  if (e.reason?._tag === "DecodeError" || e._tag === "SchemaError") return "the answer is not an embeddings list"
-  if (e.reason?._tag !== undefined) return e.reason._tag
-  return e._tag ?? "unknown error"
+  if (e.reason?._tag === "StatusCodeError") {
+    const status = e.reason.response?.status ?? 0
+    return new EmbeddingsError({ reason: `HTTP ${status}`, rejected: status >= 400 && status < 500 && status !== 408 && status !== 429 })
+  }
+  if (e.reason?._tag === "DecodeError" || e._tag === "SchemaError") return new EmbeddingsError({ reason: "the answer is not an embeddings list" })
+  return new EmbeddingsError({ reason: e.reason?._tag ?? e._tag ?? "unknown error" })
 }
 
 /**
@@ -77,10 +87,11 @@ const describe = (error: unknown): string => {
 export class Embeddings extends Context.Service<Embeddings, {
   readonly model: Option.Option<Model>
   /**
-   * One vector per input, in order, within `EMBEDDINGS_TIMEOUT_MS` for the
-   * whole call. Fails with `EmbeddingsError` (and logs why) on any other outcome.
+   * One vector per input, in order, within `timeoutMs` (default
+   * `EMBEDDINGS_TIMEOUT_MS`) for the whole call. Fails with `EmbeddingsError`
+   * (and logs why) on any other outcome.
    */
-  readonly embed: (inputs: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Vector>, EmbeddingsError>
+  readonly embed: (inputs: ReadonlyArray<string>, timeoutMs?: number) => Effect.Effect<ReadonlyArray<Vector>, EmbeddingsError>
 }>()("hearken/Embeddings") {
   static readonly layer = Layer.effect(
     Embeddings,
@@ -104,9 +115,7 @@ export class Embeddings extends Context.Service<Embeddings, {
         ),
         HttpClient.filterStatusOk
       )
-      const timeoutMs = config.embeddingsTimeoutMs
-
-      const embed = Effect.fn("Embeddings.embed")(function*(inputs: ReadonlyArray<string>) {
+      const embed = Effect.fn("Embeddings.embed")(function*(inputs: ReadonlyArray<string>, timeoutMs = config.embeddingsTimeoutMs) {
         if (inputs.length === 0) return []
         return yield* HttpClientRequest.post(endpoint).pipe(
           HttpClientRequest.acceptJson,
@@ -119,7 +128,7 @@ export class Embeddings extends Context.Service<Embeddings, {
             duration: timeoutMs,
             orElse: () => Effect.fail(new EmbeddingsError({ reason: `no answer within ${timeoutMs} ms` }))
           }),
-          Effect.mapError((error) => error instanceof EmbeddingsError ? error : new EmbeddingsError({ reason: describe(error) })),
+          Effect.mapError(describe),
           Effect.tapError((error) =>
             Effect.logWarning(`Embeddings API call failed: ${error.reason}`).pipe(
               Effect.annotateLogs({ inputs: inputs.length, model: model.name })
