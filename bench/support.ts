@@ -1,7 +1,7 @@
 /** What the benchmarks share: a fresh database, the server as a process, percentiles. */
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { join } from "node:path"
+import { join, resolve as resolvePath } from "node:path"
 import { withClient } from "../test/support/database.ts"
 import { freePort } from "../test/support/net.ts"
 
@@ -28,25 +28,32 @@ export const freshDatabase = async (prefix: string) => {
 }
 
 /**
- * `node packages/server/dist/SCRIPT` on a free loopback port with `env` (plus
- * PATH); for `main.js`, resolves once `/health` answers.
+ * `node packages/server/dist/SCRIPT` (or `node SCRIPT`, given an absolute
+ * path) on a free loopback port with `env` (plus PATH); for anything but
+ * `worker.js`, resolves once `/health` answers. `pid` is the process's.
  */
-export const startProcess = async (script: "main.js" | "worker.js", env: Record<string, string>) => {
+export const startProcess = async (script: "main.js" | "worker.js" | (string & {}), env: Record<string, string>) => {
   const port = await freePort()
-  const child = spawn(process.execPath, [join(dist, script)], {
+  const child = spawn(process.execPath, [resolvePath(dist, script)], {
     env: { PATH: process.env["PATH"] ?? "", HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "inherit", "inherit"]
   })
   const origin = `http://127.0.0.1:${port}`
-  if (script === "main.js") {
+  if (script !== "worker.js") {
     for (let i = 0; (await fetch(`${origin}/health`).then((r) => r.status, () => 0)) !== 200; i++) {
-      if (i > 300) throw new Error("the server did not start")
+      if (i > 300 || child.exitCode !== null) throw new Error(`${script} did not start`)
       await new Promise((r) => setTimeout(r, 100))
     }
   }
   return {
     origin,
-    stop: () => new Promise<void>((resolve) => (child.once("exit", () => resolve()), child.kill("SIGTERM")))
+    pid: child.pid!,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
+        child.once("exit", () => resolve())
+        child.kill("SIGTERM")
+      })
   }
 }
 

@@ -100,10 +100,27 @@ describe("rate-limit headers in GET /docs/openapi.json", () => {
           if (!path.startsWith("/api/widget/v1")) expect(headers).toEqual([])
           else if (status === "503") expect(headers).toEqual(["Retry-After"])
           else if (status === "429") expect(headers).toEqual(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"])
-          else expect(headers).toEqual(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"])
+          else if (cacheable(path) && (status === "200" || status === "304")) {
+            expect(headers).toEqual(["Cache-Control", "ETag", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"])
+          } else expect(headers).toEqual(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"])
         }
       }
     }
+  })
+})
+
+const cacheable = (path: string) => path === "/api/widget/v1/boards" || path === "/api/widget/v1/updates"
+
+describe("conditional GETs in GET /docs/openapi.json", () => {
+  it("take If-None-Match on /boards and /updates and answer 304, and nowhere else", async () => {
+    const doc = (await getJson(`${server.origin}/docs/openapi.json`)).body
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const operation of Object.values<any>(item)) {
+        const header = (operation.parameters ?? []).find((p: any) => p.in === "header" && p.name === "If-None-Match")
+        expect([path, header !== undefined, "304" in operation.responses]).toEqual([path, cacheable(path), cacheable(path)])
+      }
+    }
+    expect(doc.paths["/api/widget/v1/boards"].get.responses["304"].content).toBeUndefined()
   })
 })
 

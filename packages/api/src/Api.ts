@@ -50,6 +50,29 @@ const rateLimitHeaders = {
 }
 const retryAfter = { "Retry-After": integerHeader("Seconds to wait before retrying") }
 
+/** How long a cache may reuse a `GET /boards` or `GET /updates` answer before revalidating it (CONTRACT §4). */
+export const publicMaxAgeSeconds = 10
+
+const cachingHeaders = {
+  ETag: { description: "The answer's tag; send it back in If-None-Match to revalidate", schema: { type: "string" } },
+  "Cache-Control": { description: `public, max-age=${publicMaxAgeSeconds}`, schema: { type: "string" } }
+}
+
+/** Conditional requests on the cacheable lists: the request header, the tag on 200, and 304. */
+const documentConditional = (operation: Record<string, any>) => {
+  operation["parameters"] = [...(operation["parameters"] ?? []), {
+    name: "If-None-Match",
+    in: "header",
+    required: false,
+    description: "One tag, a list of tags, or *. If one matches the current answer, the answer is 304 with no body.",
+    schema: { type: "string" }
+  }]
+  const responses = operation["responses"] ?? {}
+  responses["200"] = { ...responses["200"], headers: { ...responses["200"]?.["headers"], ...cachingHeaders } }
+  responses["304"] = { description: "Not Modified: the tag sent still names the current answer", headers: { ...cachingHeaders } }
+  operation["responses"] = responses
+}
+
 /**
  * What the generated document cannot know: the rate-limit headers that
  * `RateLimit` puts on every widget response, that request bodies may carry
@@ -65,6 +88,7 @@ const completeDocument = (spec: Record<string, any>) => {
   }
   for (const [path, item] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     if (!path.startsWith(widgetPrefix)) continue
+    if (path === `${widgetPrefix}/boards` || path === `${widgetPrefix}/updates`) documentConditional(item["get"])
     for (const operation of Object.values<Record<string, any>>(item)) {
       for (const [status, response] of Object.entries<Record<string, any>>(operation["responses"] ?? {})) {
         response["headers"] = {
@@ -103,14 +127,14 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
       success: Schema.Array(Board)
     }).annotateMerge(OpenApi.annotations({
       summary: "List the organization's public boards",
-      description: "Ordered by createdAt, then id. Rate limit: 120 per minute per IP."
+      description: `Ordered by createdAt, then id. Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. Rate limit: 120 per minute per IP.`
     })),
     HttpApiEndpoint.get("updates", "/updates", {
       query: OrganizationQuery,
       success: Schema.Array(Update)
     }).annotateMerge(OpenApi.annotations({
       summary: "List published changelog entries, newest first",
-      description: "Rate limit: 120 per minute per IP."
+      description: `Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. Rate limit: 120 per minute per IP.`
     }))
   )
   .prefix(widgetPrefix)

@@ -5,6 +5,7 @@ import { HttpMiddleware, HttpPlatform, HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
 import { Boards } from "./boards/Boards.js"
+import { PublicAnswers } from "./caching/PublicAnswers.js"
 import { ServerConfig } from "./config.js"
 import { Sanitizer } from "./content/Sanitizer.js"
 import { Embedder, EmbeddingSignal } from "./embeddings/Embedder.js"
@@ -30,7 +31,8 @@ import { WebhookRepo } from "./webhooks/WebhookRepo.js"
 import { WebhookWorker } from "./webhooks/WebhookWorker.js"
 
 /** Every service, built once at start-up. */
-const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, Updates.layer, Importer.layer).pipe(
+const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, PublicAnswers.layer, Importer.layer).pipe(
+  Layer.provideMerge(Updates.layer),
   Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layer, WebhookRepo.layer)),
   Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingRepo.layer, EmbeddingSignal.layer))
 )

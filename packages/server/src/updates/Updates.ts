@@ -17,7 +17,8 @@ const UpdateRow = Schema.Struct({
 const cacheLimit = 2_000
 
 export class Updates extends Context.Service<Updates, {
-  readonly listPublished: (organizationId: string) => Effect.Effect<ReadonlyArray<Update>>
+  /** Entries published by `nowMs` (the `Clock`'s time), newest first. */
+  readonly listPublished: (organizationId: string, nowMs: number) => Effect.Effect<ReadonlyArray<Update>>
 }>()("hearken/Updates") {
   static readonly layer = Layer.effect(
     Updates,
@@ -37,18 +38,18 @@ export class Updates extends Context.Service<Updates, {
       }
 
       const published = SqlSchema.findAll({
-        Request: Schema.String,
+        Request: Schema.Struct({ organizationId: Schema.String, now: Schema.String }),
         Result: UpdateRow,
-        execute: (organizationId) =>
+        execute: ({ now, organizationId }) =>
           sql`SELECT id, title, slug, content, excerpt, image_url AS "imageUrl", iso_ms(published_at) AS "publishedAt"
               FROM updates
-              WHERE organization_id = ${organizationId} AND published_at IS NOT NULL AND published_at <= now()
+              WHERE organization_id = ${organizationId} AND published_at IS NOT NULL AND published_at <= ${now}::timestamptz
               ORDER BY published_at DESC, id ASC`
       })
 
       return Updates.of({
-        listPublished: Effect.fn("Updates.listPublished")(function*(organizationId: string) {
-          const rows = yield* published(organizationId).pipe(Effect.orDie)
+        listPublished: Effect.fn("Updates.listPublished")(function*(organizationId: string, nowMs: number) {
+          const rows = yield* published({ organizationId, now: new Date(nowMs).toISOString() }).pipe(Effect.orDie)
           return rows.map((row) => new Update({ ...row, content: sanitize(row.content) }))
         })
       })

@@ -4,6 +4,7 @@ import contacts from "./0002_contacts.js"
 import webhooks from "./0003_webhooks.js"
 import lexicon from "./0004_lexicon.js"
 import embeddings from "./0005_embeddings.js"
+import versions from "./0006_versions.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -11,5 +12,6 @@ export const loader = Migrator.fromRecord({
   "0002_contacts": contacts,
   "0003_webhooks": webhooks,
   "0004_lexicon": lexicon,
-  "0005_embeddings": embeddings
+  "0005_embeddings": embeddings,
+  "0006_versions": versions
 })

@@ -1,0 +1,324 @@
+/**
+ * The raw baseline of `npm run bench` (`load.ts`): the "physical limit" that
+ * Hearken is compared with. `node bench/baseline.ts` with PORT, HOST,
+ * DATABASE_URL, REDIS_URL and RATE_LIMIT_MULTIPLIER (as the server reads them).
+ *
+ * It does the same work as the server for the three loaded endpoints, with as
+ * little in between as Node allows: plain `node:http`, plain `pg` (a pool of
+ * 10, as the server's, with named statements, as the server's client prepares
+ * its statements), one `ioredis` client.
+ * - Every request first spends one request of its bucket: the same GCRA Lua
+ *   script (`gcra.ts`), the same key (`hearken:rl:` + endpoint + the client
+ *   address's bucket, `ClientIp.ts`), the same per-endpoint limits times
+ *   RATE_LIMIT_MULTIPLIER (`RateLimits`), the same `RateLimit-*` headers;
+ *   429 when refused, 503 when Redis does not answer.
+ * - GET /boards: the server's query, its rows as the JSON answer.
+ * - GET /updates: the server's query, each entry's content through the
+ *   server's sanitizer (`Sanitizer.make`), behind the same bounded cache by
+ *   authored HTML that `Updates.ts` keeps (2,000 entries, oldest out first).
+ * - POST /feedback: a minimal check of the body (the spec's field limits; no
+ *   identity token), then as `Feedback.ts` and `Posts.ts` do: the board, the
+ *   default status, the sanitized content and its text, then in one
+ *   transaction the slug (the server's allocation query, `firstFreeSlug`, its
+ *   insert with ON CONFLICT, retried), the post with the same columns
+ *   (lexicon columns from the server's `lexiconOf`) and the webhook outbox
+ *   statement of `WebhookRepo.enqueue`.
+ * Answers have the spec's JSON shapes; `load.ts` checks that both servers
+ * answer the same before it loads them.
+ */
+import { postCreatedEventType, RateLimits } from "@hearken/api"
+import { Redis } from "ioredis"
+import { randomUUID } from "node:crypto"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import pg from "pg"
+import { make as makeSanitizer, truncate } from "../packages/server/dist/content/Sanitizer.js"
+import { firstFreeSlug, slugify } from "../packages/server/dist/content/slug.js"
+import { excerptLength } from "../packages/server/dist/feedback/Feedback.js"
+import { lexiconOf } from "../packages/server/dist/feedback/Posts.js"
+import { bucketOf, clientAddress } from "../packages/server/dist/rate-limit/ClientIp.js"
+import { redisScript } from "../packages/server/dist/rate-limit/gcra.js"
+import { periodMs, redisTimeoutMs } from "../packages/server/dist/rate-limit/RateLimiter.js"
+
+const env = (name: string) => {
+  const value = process.env[name]
+  if (value === undefined || value === "") throw new Error(`${name} is required`)
+  return value
+}
+
+const multiplier = Number(process.env["RATE_LIMIT_MULTIPLIER"] ?? 1)
+const limits = {
+  boards: Math.round(RateLimits.boards * multiplier),
+  updates: Math.round(RateLimits.updates * multiplier),
+  feedback: Math.round(RateLimits.feedback * multiplier)
+}
+type Endpoint = keyof typeof limits
+/** `RateLimiter.ts`'s key prefix (not exported there). */
+const keyPrefix = "hearken:rl:"
+const prefix = "/api/widget/v1/"
+const slugAttempts = 20
+const cacheLimit = 2_000
+const maxBodyBytes = 1_000_000
+
+const pool = new pg.Pool({ connectionString: env("DATABASE_URL"), max: 10 })
+const redis = new Redis(env("REDIS_URL"), {
+  enableOfflineQueue: false,
+  commandTimeout: redisTimeoutMs,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 1_000,
+  retryStrategy: (attempt) => Math.min(100 * attempt, 1_000)
+})
+redis.defineCommand("hearkenGcra", { numberOfKeys: 1, lua: redisScript })
+redis.on("error", () => {})
+const gcra = (redis as unknown as {
+  hearkenGcra: (key: string, limit: number, period: number) => Promise<[number, number, number, number]>
+}).hearkenGcra.bind(redis)
+const sanitizer = makeSanitizer()
+const sanitized = new Map<string, string>()
+
+const statements = {
+  boards: `SELECT id, name, slug, organization_id AS "organizationId",
+                  iso_ms(created_at) AS "createdAt", iso_ms(updated_at) AS "updatedAt"
+           FROM boards
+           WHERE organization_id = $1 AND visibility = 'public'
+           ORDER BY created_at, id`,
+  updates: `SELECT id, title, slug, content, excerpt, image_url AS "imageUrl", iso_ms(published_at) AS "publishedAt"
+            FROM updates
+            WHERE organization_id = $1 AND published_at IS NOT NULL AND published_at <= now()
+            ORDER BY published_at DESC, id ASC`,
+  board: `SELECT id, visibility FROM boards WHERE id = $1 AND organization_id = $2`,
+  defaultStatus: `SELECT id FROM statuses WHERE organization_id = $1 ORDER BY is_default DESC, position, id LIMIT 1`,
+  takenSlugs: `SELECT slug FROM posts
+               WHERE organization_id = $1
+                 AND (slug = $2 OR (slug LIKE $3 AND substr(slug, $4) ~ '^[0-9]+$'))`,
+  insertPost: `INSERT INTO posts
+                 (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source,
+                  contact_id, lexicon, title_lexicon, created_at, updated_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::tsvector, $14::tsvector,
+                 COALESCE($15::timestamptz, now()), COALESCE($15::timestamptz, now()))
+               ON CONFLICT (organization_id, slug) DO NOTHING
+               RETURNING slug, iso_ms(created_at) AS "createdAt"`,
+  enqueue: `WITH endpoints AS (
+              SELECT id, paused_at FROM webhook_endpoints
+              WHERE organization_id = $2 AND $3 = ANY (events)
+            ), event AS (
+              INSERT INTO webhook_events (id, organization_id, type, body)
+              SELECT $1, $2, $3, $4
+              WHERE EXISTS (SELECT 1 FROM endpoints)
+              RETURNING id
+            ), deliveries AS (
+              INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status)
+              SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), event.id, endpoints.id,
+                CASE WHEN endpoints.paused_at IS NULL THEN 'pending' ELSE 'held' END
+              FROM event, endpoints
+              RETURNING 1
+            )
+            SELECT count(*)::int AS count FROM deliveries`
+}
+type Statement = keyof typeof statements
+
+const query = <Row>(db: pg.Pool | pg.PoolClient, name: Statement, values: Array<unknown>) =>
+  db.query<Row & pg.QueryResultRow>({ name, text: statements[name], values }).then((result) => result.rows)
+
+const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  const json = JSON.stringify(body)
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(json) })
+  res.end(json)
+}
+
+const fail = (res: ServerResponse, status: number, tag: string, message: string, headers: Record<string, string> = {}) =>
+  send(res, status, { _tag: tag, message }, headers)
+
+const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
+
+/** Spends one request of the caller's bucket; the `RateLimit-*` headers, or undefined once it has answered 429/503. */
+const limit = async (endpoint: Endpoint, req: IncomingMessage, res: ServerResponse) => {
+  const address = clientAddress(req.socket.remoteAddress, undefined, 0)
+  const bucket = `${endpoint}:${address === undefined ? "unknown" : bucketOf(address)}`
+  const perMinute = limits[endpoint]
+  let decision: [number, number, number, number]
+  try {
+    decision = await gcra(keyPrefix + bucket, perMinute, periodMs)
+  } catch {
+    fail(res, 503, "RateLimitUnavailableError", "Rate limiting is temporarily unavailable; retry shortly", { "retry-after": "1" })
+    return undefined
+  }
+  const [allowed, remaining, resetMs, retryAfterMs] = decision
+  const headers: Record<string, string> = {
+    "ratelimit-limit": String(perMinute),
+    "ratelimit-remaining": String(remaining),
+    "ratelimit-reset": String(seconds(resetMs))
+  }
+  if (allowed !== 1) {
+    const retry = Math.max(1, seconds(retryAfterMs))
+    fail(res, 429, "RateLimitExceededError", `At most ${perMinute} requests per minute; retry in ${retry} s`, {
+      ...headers,
+      "retry-after": String(retry)
+    })
+    return undefined
+  }
+  return headers
+}
+
+const sanitize = (html: string) => {
+  let clean = sanitized.get(html)
+  if (clean === undefined) {
+    clean = sanitizer.update(html)
+    if (sanitized.size >= cacheLimit) sanitized.delete(sanitized.keys().next().value!)
+    sanitized.set(html, clean)
+  }
+  return clean
+}
+
+const readBody = (req: IncomingMessage) =>
+  new Promise<string | undefined>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= maxBodyBytes) chunks.push(chunk)
+    })
+    req.on("end", () => resolve(size > maxBodyBytes ? undefined : Buffer.concat(chunks).toString("utf8")))
+    req.on("error", reject)
+  })
+
+const codePoints = (s: string) => {
+  let n = 0
+  for (const _ of s) n++
+  return n
+}
+const isText = (v: unknown, max = Infinity): v is string => typeof v === "string" && !v.includes("\u0000") && codePoints(v) <= max
+const isId = (v: unknown): v is string => isText(v) && v !== ""
+
+/** The spec's field limits (§8), nothing more; undefined when the body is acceptable. */
+const invalid = (body: Record<string, unknown>) => {
+  if (!isId(body["organizationId"])) return "organizationId"
+  if (!isId(body["boardId"])) return "boardId"
+  if (!isText(body["title"], 200) || !/\S/u.test(body["title"])) return "title"
+  if (!isText(body["content"], 20_000)) return "content"
+  const metadata = body["metadata"]
+  if (metadata !== undefined) {
+    if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) return "metadata"
+    const entries = Object.entries(metadata)
+    if (entries.length > 20 || entries.some(([k, v]) => !isText(k, 64) || !isText(v, 500))) return "metadata"
+  }
+  if (body["token"] !== undefined) return "token (identity tokens are not part of the baseline)"
+  return undefined
+}
+
+const boards = async (organizationId: string, res: ServerResponse, headers: Record<string, string>) =>
+  send(res, 200, await query(pool, "boards", [organizationId]), headers)
+
+const updates = async (organizationId: string, res: ServerResponse, headers: Record<string, string>) => {
+  const rows = await query<{ content: string }>(pool, "updates", [organizationId])
+  for (const row of rows) row.content = sanitize(row.content)
+  send(res, 200, rows, headers)
+}
+
+const feedback = async (req: IncomingMessage, res: ServerResponse, headers: Record<string, string>) => {
+  const raw = await readBody(req)
+  let body: unknown
+  try {
+    body = raw === undefined ? undefined : JSON.parse(raw)
+  } catch {
+    body = undefined
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return fail(res, 400, "DataValidationError", "the body must be a JSON object", headers)
+  }
+  const request = body as Record<string, unknown>
+  const problem = invalid(request)
+  if (problem !== undefined) return fail(res, 400, "DataValidationError", `invalid ${problem}`, headers)
+  const organizationId = request["organizationId"] as string
+  const boardId = request["boardId"] as string
+  const title = request["title"] as string
+  const metadata = (request["metadata"] ?? {}) as Record<string, string>
+
+  const [board] = await query<{ visibility: string }>(pool, "board", [boardId, organizationId])
+  if (board === undefined) return fail(res, 404, "NotFoundError", "boardId: no such board in this organization", headers)
+  if (board.visibility !== "public") {
+    return fail(res, 400, "DataValidationError", "boardId: feedback cannot be submitted to a private board", headers)
+  }
+  const [status] = await query<{ id: string }>(pool, "defaultStatus", [organizationId])
+  if (status === undefined) return fail(res, 500, "InternalServerError", "The organization has no post statuses configured", headers)
+  const content = sanitizer.post(request["content"] as string)
+  const text = sanitizer.text(content)
+  const id = randomUUID()
+  const lexicons = lexiconOf({ boardId, title, text, visibility: "public" })
+  const base = slugify(title)
+
+  const client = await pool.connect()
+  let inserted: { slug: string; createdAt: string } | undefined
+  try {
+    await client.query("BEGIN")
+    for (let attempt = 0; attempt < slugAttempts && inserted === undefined; attempt++) {
+      const taken = await query<{ slug: string }>(client, "takenSlugs", [organizationId, base, `${base}-%`, base.length + 2])
+      const slug = firstFreeSlug(base, new Set(taken.map((row) => row.slug)))
+      const rows = await query<{ slug: string; createdAt: string }>(client, "insertPost", [
+        id, organizationId, boardId, title, slug, content, truncate(text, excerptLength), "public", status.id,
+        JSON.stringify(metadata), "widget", null, lexicons.lexicon, lexicons.titleLexicon, null
+      ])
+      inserted = rows[0]
+    }
+    if (inserted === undefined) throw new Error(`no free slug for ${base} after ${slugAttempts} attempts`)
+    const data = {
+      id, slug: inserted.slug, title, boardId, organizationId, createdAt: inserted.createdAt,
+      statusId: status.id, contactId: null, metadata
+    }
+    const event = JSON.stringify({ type: postCreatedEventType, timestamp: inserted.createdAt, data })
+    await query(client, "enqueue", [`msg_${randomUUID().replaceAll("-", "")}`, organizationId, postCreatedEventType, event])
+    await client.query("COMMIT")
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {})
+    throw error
+  } finally {
+    client.release()
+  }
+  send(res, 200, { id, slug: inserted.slug, title, boardId, organizationId, createdAt: inserted.createdAt }, headers)
+}
+
+const route = async (req: IncomingMessage, res: ServerResponse) => {
+  const url = req.url ?? "/"
+  const q = url.indexOf("?")
+  const path = q === -1 ? url : url.slice(0, q)
+  if (path === "/health") return send(res, 200, { status: "ok" })
+  const endpoint = path.startsWith(prefix) ? path.slice(prefix.length) : ""
+  const method = req.method
+  if (method === "GET" && (endpoint === "boards" || endpoint === "updates")) {
+    const headers = await limit(endpoint, req, res)
+    if (headers === undefined) return
+    const organizationId = new URLSearchParams(q === -1 ? "" : url.slice(q + 1)).get("organizationId")
+    if (!isId(organizationId)) return fail(res, 400, "DataValidationError", "organizationId is required", headers)
+    return endpoint === "boards" ? boards(organizationId, res, headers) : updates(organizationId, res, headers)
+  }
+  if (method === "POST" && endpoint === "feedback") {
+    const headers = await limit(endpoint, req, res)
+    if (headers === undefined) return
+    return feedback(req, res, headers)
+  }
+  fail(res, 404, "NotFound", "no such route")
+}
+
+const server = createServer((req, res) => {
+  route(req, res).catch((error: unknown) => {
+    console.error(error)
+    if (!res.headersSent) fail(res, 500, "InternalServerError", "Internal server error")
+    else res.destroy()
+  })
+})
+server.keepAliveTimeout = 65_000
+
+const stop = () => {
+  server.close()
+  server.closeAllConnections()
+  redis.disconnect()
+  void pool.end()
+}
+process.once("SIGTERM", stop)
+process.once("SIGINT", stop)
+// As the server does: give Redis a moment before answering, but never refuse to start without it.
+await new Promise<void>((resolve) => {
+  if (redis.status === "ready") return resolve()
+  redis.once("ready", () => resolve())
+  setTimeout(resolve, 3_000).unref()
+})
+server.listen(Number(process.env["PORT"] ?? 0), process.env["HOST"] ?? "127.0.0.1")
