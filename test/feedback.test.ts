@@ -4,7 +4,8 @@ import { postJson, startSeededServer, useServer } from "./support/server.js"
 
 const fixture = baseFixture()
 fixture.organizations[0]!.posts = [
-  { id: "p_taken", boardId: "b_feat", title: "Taken", content: "<p>x</p>", slug: "dark-mode" }
+  { id: "p_taken", boardId: "b_feat", title: "Taken", content: "<p>x</p>", slug: "dark-mode" },
+  { id: "p_numbered", boardId: "b_feat", title: "Numbered", content: "<p>x</p>", slug: "export-csv-7" }
 ]
 
 const server = useServer(() => startSeededServer(fixture))
@@ -52,6 +53,14 @@ describe("POST /feedback", () => {
     expect(accents.body.slug).toBe("creme-brulee-unicode-co")
     const other = await post({ ...valid, organizationId: "org_other", boardId: "b_other" })
     expect(other.body.slug).toBe("dark-mode")
+  })
+
+  it("numbers a title's slug after the highest number in use, and steps over one taken since", async () => {
+    expect((await post({ ...valid, title: "Export CSV" })).body.slug).toBe("export-csv-8")
+    // Written by another process (an import with explicit slugs) after the counter moved on.
+    await server.db.query((sql) => sql`INSERT INTO posts (id, organization_id, board_id, title, slug, content, excerpt, source)
+      VALUES ('p_explicit', 'org_acme', 'b_feat', 'Export CSV', 'export-csv-9', '', '', 'import')`)
+    expect((await post({ ...valid, title: "Export CSV" })).body.slug).toBe("export-csv-10")
   })
 
   it("falls back to a non-empty slug for titles with no ASCII letters or digits", async () => {

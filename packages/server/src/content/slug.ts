@@ -16,6 +16,9 @@ export const slugify = (title: string, fallback = "post"): string => {
   return slug === "" ? fallback : slug
 }
 
+/** The `n`-th slug of `base`: `base` itself, then `base-2`, `base-3`, … */
+export const numberedSlug = (base: string, n: number): string => n <= 1 ? base : `${base}-${n}`
+
 /** The first of `base`, `base-2`, `base-3`, … that is not in `taken`. */
 export const firstFreeSlug = (base: string, taken: ReadonlySet<string>): string => {
   if (!taken.has(base)) return base

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { firstFreeSlug, slugify } from "../content/slug.js"
+import { numberedSlug, slugify } from "../content/slug.js"
 import { lexicon, tsvectorLiterals } from "../suggestions/lexicon.js"
 
 export interface NewPost {
@@ -47,7 +47,10 @@ export interface LexiconSource {
 }
 const StatusId = Schema.Struct({ id: Schema.String })
 
-/** Slug collisions among concurrent inserts are retried this many times before giving up. */
+/** `LIKE` pattern of `base-` followed by anything; slugs hold no `%` or `_`, but escape them anyway. */
+const likePrefix = (base: string) => `${base.replace(/[\\%_]/g, "\\$&")}-%`
+
+/** A slug whose number is taken (an explicit slug from a fixture) is retried with the next number, this many times. */
 const slugAttempts = 20
 
 export class Posts extends Context.Service<Posts, {
@@ -73,12 +76,29 @@ export class Posts extends Context.Service<Posts, {
               ORDER BY is_default DESC, position, id LIMIT 1`
       })
 
-      const takenSlugs = (organizationId: string, base: string) =>
-        sql<{ slug: string }>`SELECT slug FROM posts
-          WHERE organization_id = ${organizationId}
-            AND (slug = ${base} OR (slug LIKE ${base + "-%"} AND substr(slug, ${base.length + 2}) ~ '^[0-9]+$'))`.pipe(
-            Effect.map((rows) => new Set(rows.map((row) => row.slug)))
+      /**
+       * The next number for `base` in the organization: one indexed row,
+       * whatever the number of posts sharing the title. The first time a base
+       * is needed its counter starts from the highest number in use (posts
+       * from before the counters, or imported with explicit slugs).
+       */
+      const nextSlugNumber = (organizationId: string, base: string) =>
+        sql<{ last: number }>`WITH bumped AS (
+            UPDATE slug_counters SET last = last + 1
+            WHERE organization_id = ${organizationId} AND base = ${base}
+            RETURNING last
+          ), created AS (
+            INSERT INTO slug_counters AS c (organization_id, base, last)
+            SELECT ${organizationId}, ${base}, COALESCE((
+              SELECT max(CASE WHEN slug = ${base} THEN 1 ELSE substr(slug, ${base.length + 2})::int END) FROM posts
+              WHERE organization_id = ${organizationId}
+                AND (slug = ${base} OR (slug LIKE ${likePrefix(base)} AND substr(slug, ${base.length + 2}) ~ '^[0-9]{1,9}$'))
+            ), 0) + 1
+            WHERE NOT EXISTS (SELECT 1 FROM bumped)
+            ON CONFLICT (organization_id, base) DO UPDATE SET last = c.last + 1
+            RETURNING last
           )
+          SELECT last FROM bumped UNION ALL SELECT last FROM created`.pipe(Effect.map((rows) => rows[0]!.last))
 
       const tryInsert = (post: NewPost, slug: string, lexicons: Lexicons) =>
         sql<typeof InsertedPost.Type>`INSERT INTO posts
@@ -100,7 +120,7 @@ export class Posts extends Context.Service<Posts, {
         }
         const base = slugify(post.title)
         for (let attempt = 0; attempt < slugAttempts; attempt++) {
-          const slug = firstFreeSlug(base, yield* takenSlugs(post.organizationId, base))
+          const slug = numberedSlug(base, yield* nextSlugNumber(post.organizationId, base))
           const [row] = yield* tryInsert(post, slug, lexicons)
           if (row !== undefined) return row
         }

@@ -5,6 +5,7 @@ import webhooks from "./0003_webhooks.js"
 import lexicon from "./0004_lexicon.js"
 import embeddings from "./0005_embeddings.js"
 import versions from "./0006_versions.js"
+import slugCounters from "./0007_slug_counters.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -13,5 +14,6 @@ export const loader = Migrator.fromRecord({
   "0003_webhooks": webhooks,
   "0004_lexicon": lexicon,
   "0005_embeddings": embeddings,
-  "0006_versions": versions
+  "0006_versions": versions,
+  "0007_slug_counters": slugCounters
 })
