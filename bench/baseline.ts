@@ -12,27 +12,32 @@
  *   address's bucket, `ClientIp.ts`), the same per-endpoint limits times
  *   RATE_LIMIT_MULTIPLIER (`RateLimits`), the same `RateLimit-*` headers;
  *   429 when refused, 503 when Redis does not answer.
- * - GET /boards: the server's query, its rows as the JSON answer.
- * - GET /updates: the server's query, each entry's content through the
- *   server's sanitizer (`Sanitizer.make`), behind the same bounded cache by
+ * - GET /boards and GET /updates, as `PublicAnswers.ts` does (decision
+ *   0010): the organization's version row (the server's query) gives the
+ *   ETag (`etagOf`); a matching If-None-Match gets 304; else the answer
+ *   serialized for that tag is sent from a cache bounded as the server's
+ *   (`cacheBytes`, answers over a quarter of it never kept), and on a miss
+ *   the list is read with the server's query. Changelog entries go through
+ *   the server's sanitizer (`Sanitizer.make`) behind the same bounded cache by
  *   authored HTML that `Updates.ts` keeps (2,000 entries, oldest out first).
  * - POST /feedback: a minimal check of the body (the spec's field limits; no
  *   identity token), then as `Feedback.ts` and `Posts.ts` do: the board, the
  *   default status, the sanitized content and its text, then in one
- *   transaction the slug (the server's allocation query, `firstFreeSlug`, its
+ *   transaction the slug (the server's counter statement, `numberedSlug`, its
  *   insert with ON CONFLICT, retried), the post with the same columns
  *   (lexicon columns from the server's `lexiconOf`) and the webhook outbox
  *   statement of `WebhookRepo.enqueue`.
  * Answers have the spec's JSON shapes; `load.ts` checks that both servers
  * answer the same before it loads them.
  */
-import { postCreatedEventType, RateLimits } from "@hearken/api"
+import { postCreatedEventType, publicMaxAgeSeconds, RateLimits } from "@hearken/api"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
+import { cacheBytes, etagOf, matches } from "../packages/server/dist/caching/PublicAnswers.js"
 import { make as makeSanitizer, truncate } from "../packages/server/dist/content/Sanitizer.js"
-import { firstFreeSlug, slugify } from "../packages/server/dist/content/slug.js"
+import { numberedSlug, slugify } from "../packages/server/dist/content/slug.js"
 import { excerptLength } from "../packages/server/dist/feedback/Feedback.js"
 import { lexiconOf } from "../packages/server/dist/feedback/Posts.js"
 import { bucketOf, clientAddress } from "../packages/server/dist/rate-limit/ClientIp.js"
@@ -56,6 +61,8 @@ type Endpoint = keyof typeof limits
 const keyPrefix = "hearken:rl:"
 const prefix = "/api/widget/v1/"
 const slugAttempts = 20
+/** `Posts.ts`'s `LIKE` pattern of `base-` followed by anything. */
+const likePrefix = (base: string) => `${base.replace(/[\\%_]/g, "\\$&")}-%`
 const cacheLimit = 2_000
 const maxBodyBytes = 1_000_000
 
@@ -83,13 +90,29 @@ const statements = {
            ORDER BY created_at, id`,
   updates: `SELECT id, title, slug, content, excerpt, image_url AS "imageUrl", iso_ms(published_at) AS "publishedAt"
             FROM updates
-            WHERE organization_id = $1 AND published_at IS NOT NULL AND published_at <= now()
+            WHERE organization_id = $1 AND published_at IS NOT NULL AND published_at <= $2::timestamptz
             ORDER BY published_at DESC, id ASC`,
+  version: `SELECT epoch, boards::text AS boards, updates::text AS updates,
+              (SELECT count(*) FROM unnest(scheduled) AS s WHERE s <= $2::timestamptz)::int AS due
+            FROM organization_versions WHERE organization_id = $1`,
   board: `SELECT id, visibility FROM boards WHERE id = $1 AND organization_id = $2`,
   defaultStatus: `SELECT id FROM statuses WHERE organization_id = $1 ORDER BY is_default DESC, position, id LIMIT 1`,
-  takenSlugs: `SELECT slug FROM posts
-               WHERE organization_id = $1
-                 AND (slug = $2 OR (slug LIKE $3 AND substr(slug, $4) ~ '^[0-9]+$'))`,
+  nextSlugNumber: `WITH bumped AS (
+                    UPDATE slug_counters SET last = last + 1
+                    WHERE organization_id = $1 AND base = $2
+                    RETURNING last
+                  ), created AS (
+                    INSERT INTO slug_counters AS c (organization_id, base, last)
+                    SELECT $1, $2, COALESCE((
+                      SELECT max(CASE WHEN slug = $2 THEN 1 ELSE substr(slug, $4)::int END) FROM posts
+                      WHERE organization_id = $1
+                        AND (slug = $2 OR (slug LIKE $3 AND substr(slug, $4) ~ '^[0-9]{1,9}$'))
+                    ), 0) + 1
+                    WHERE NOT EXISTS (SELECT 1 FROM bumped)
+                    ON CONFLICT (organization_id, base) DO UPDATE SET last = c.last + 1
+                    RETURNING last
+                  )
+                  SELECT last FROM bumped UNION ALL SELECT last FROM created`,
   insertPost: `INSERT INTO posts
                  (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source,
                   contact_id, lexicon, title_lexicon, created_at, updated_at)
@@ -159,6 +182,25 @@ const limit = async (endpoint: Endpoint, req: IncomingMessage, res: ServerRespon
   return headers
 }
 
+/** Serialized answers by kind and organization, bounded as `PublicAnswers.ts` bounds them. */
+const answers = new Map<string, { readonly tag: string; readonly body: string }>()
+let answerBytes = 0
+const remember = (key: string, entry: { readonly tag: string; readonly body: string }) => {
+  const old = answers.get(key)
+  if (old !== undefined) {
+    answers.delete(key)
+    answerBytes -= old.body.length * 2
+  }
+  if (entry.body.length * 2 > cacheBytes / 4) return
+  for (const [k, v] of answers) {
+    if (answerBytes + entry.body.length * 2 <= cacheBytes) break
+    answers.delete(k)
+    answerBytes -= v.body.length * 2
+  }
+  answers.set(key, entry)
+  answerBytes += entry.body.length * 2
+}
+
 const sanitize = (html: string) => {
   let clean = sanitized.get(html)
   if (clean === undefined) {
@@ -205,13 +247,40 @@ const invalid = (body: Record<string, unknown>) => {
   return undefined
 }
 
-const boards = async (organizationId: string, res: ServerResponse, headers: Record<string, string>) =>
-  send(res, 200, await query(pool, "boards", [organizationId]), headers)
+const lists = {
+  boards: (organizationId: string) => query(pool, "boards", [organizationId]),
+  updates: async (organizationId: string, now: string) => {
+    const rows = await query<{ content: string }>(pool, "updates", [organizationId, now])
+    for (const row of rows) row.content = sanitize(row.content)
+    return rows
+  }
+}
 
-const updates = async (organizationId: string, res: ServerResponse, headers: Record<string, string>) => {
-  const rows = await query<{ content: string }>(pool, "updates", [organizationId])
-  for (const row of rows) row.content = sanitize(row.content)
-  send(res, 200, rows, headers)
+/** GET /boards or /updates: the tag from the version row, 304, the cached answer, or the list read and kept. */
+const answer = async (
+  kind: "boards" | "updates",
+  organizationId: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  limitHeaders: Record<string, string>
+) => {
+  const now = new Date().toISOString()
+  const [row] = await query<{ epoch: string; boards: string; updates: string; due: number }>(pool, "version", [organizationId, now])
+  const version = row === undefined
+    ? { epoch: "none", boards: 0, updates: 0, due: 0 }
+    : { epoch: row.epoch, boards: Number(row.boards), updates: Number(row.updates), due: row.due }
+  const tag = etagOf(kind, organizationId, version)
+  const headers = { ...limitHeaders, etag: tag, "cache-control": `public, max-age=${publicMaxAgeSeconds}` }
+  const ifNoneMatch = req.headers["if-none-match"]
+  if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return res.writeHead(304, headers).end()
+  const key = `${kind}\u0000${organizationId}`
+  let body = answers.get(key)?.tag === tag ? answers.get(key)!.body : undefined
+  if (body === undefined) {
+    body = JSON.stringify(await lists[kind](organizationId, now))
+    remember(key, { tag, body })
+  }
+  res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  res.end(body)
 }
 
 const feedback = async (req: IncomingMessage, res: ServerResponse, headers: Record<string, string>) => {
@@ -251,8 +320,8 @@ const feedback = async (req: IncomingMessage, res: ServerResponse, headers: Reco
   try {
     await client.query("BEGIN")
     for (let attempt = 0; attempt < slugAttempts && inserted === undefined; attempt++) {
-      const taken = await query<{ slug: string }>(client, "takenSlugs", [organizationId, base, `${base}-%`, base.length + 2])
-      const slug = firstFreeSlug(base, new Set(taken.map((row) => row.slug)))
+      const [next] = await query<{ last: number }>(client, "nextSlugNumber", [organizationId, base, likePrefix(base), base.length + 2])
+      const slug = numberedSlug(base, next!.last)
       const rows = await query<{ slug: string; createdAt: string }>(client, "insertPost", [
         id, organizationId, boardId, title, slug, content, truncate(text, excerptLength), "public", status.id,
         JSON.stringify(metadata), "widget", null, lexicons.lexicon, lexicons.titleLexicon, null
@@ -288,7 +357,7 @@ const route = async (req: IncomingMessage, res: ServerResponse) => {
     if (headers === undefined) return
     const organizationId = new URLSearchParams(q === -1 ? "" : url.slice(q + 1)).get("organizationId")
     if (!isId(organizationId)) return fail(res, 400, "DataValidationError", "organizationId is required", headers)
-    return endpoint === "boards" ? boards(organizationId, res, headers) : updates(organizationId, res, headers)
+    return answer(endpoint, organizationId, req, res, headers)
   }
   if (method === "POST" && endpoint === "feedback") {
     const headers = await limit(endpoint, req, res)
@@ -307,11 +376,13 @@ const server = createServer((req, res) => {
 })
 server.keepAliveTimeout = 65_000
 
+// Requests in flight (a load run just ended) finish before the pool and Redis go.
 const stop = () => {
-  server.close()
-  server.closeAllConnections()
-  redis.disconnect()
-  void pool.end()
+  server.close(() => {
+    redis.disconnect()
+    void pool.end()
+  })
+  server.closeIdleConnections()
 }
 process.once("SIGTERM", stop)
 process.once("SIGINT", stop)

@@ -40,7 +40,11 @@ export const startProcess = async (script: "main.js" | "worker.js" | (string & {
   })
   const origin = `http://127.0.0.1:${port}`
   if (script !== "worker.js") {
-    for (let i = 0; (await fetch(`${origin}/health`).then((r) => r.status, () => 0)) !== 200; i++) {
+    // Each probe gives up after a second: the server listens before its routes are in place, and a
+    // request accepted in between is never answered (the fetch would wait 300 s for its headers).
+    const probe = () =>
+      fetch(`${origin}/health`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.arrayBuffer().then(() => r.status), () => 0)
+    for (let i = 0; (await probe()) !== 200; i++) {
       if (i > 300 || child.exitCode !== null) throw new Error(`${script} did not start`)
       await new Promise((r) => setTimeout(r, 100))
     }

@@ -1,0 +1,49 @@
+import { mkdtemp, readFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { expect, it } from "vitest"
+import { adminUrl } from "./support/database.js"
+import { spawnScript } from "./support/process.js"
+import { testRedisUrl } from "./support/redis.js"
+
+/**
+ * `npm run bench -- --smoke` (bench/load.ts): tiny data, one 2-second round
+ * per endpoint and server, so that the load bench cannot rot. It runs on the
+ * built server, which `npm test` builds first. Its results go to a temporary
+ * file, never to bench/results.json.
+ */
+it("the load bench runs end to end: a row per endpoint, with numbers, and no errors", async () => {
+  const results = join(await mkdtemp(join(tmpdir(), "hearken-bench-")), "results.json")
+  const redis = new URL(testRedisUrl)
+  redis.pathname = "/14" // the bench's own database; the rate-limit tests flush 15
+  const bench = spawnScript(join(import.meta.dirname, "..", "bench", "load.ts"), ["--smoke"], {
+    BENCH_DATABASE_URL: adminUrl,
+    BENCH_REDIS_URL: redis.toString(),
+    BENCH_RESULTS: results
+  })
+  const code = await bench.exited
+  const output = bench.output()
+  expect(code, output).toBe(0)
+
+  const number = String.raw`[\d,.]+`
+  for (const endpoint of ["GET /boards", "GET /updates", "POST /feedback"]) {
+    // endpoint | Hearken req/s | baseline req/s | ratio (…) | p50 H / B | p99 H / B | p99 ratio (…) | errors H / B | RSS H / B |
+    const row = new RegExp(
+      String.raw`^\| ${endpoint} \| ${number} \| ${number} \| ${number} \(.*\) \| ${number} / ${number} \| ` +
+        String.raw`${number} / ${number} \| ${number} \(.*\) \| 0 / 0 \| ${number} / ${number} \|$`,
+      "m"
+    )
+    expect(output, endpoint).toMatch(row)
+  }
+
+  const written = JSON.parse(await readFile(results, "utf8"))
+  expect(written.endpoints.map((e: { endpoint: string }) => e.endpoint)).toEqual(["GET /boards", "GET /updates", "POST /feedback"])
+  for (const endpoint of written.endpoints) {
+    for (const server of [endpoint.hearken, endpoint.baseline]) {
+      expect(server.requestsPerSecond).toBeGreaterThan(0)
+      expect(server.p99Ms).toBeGreaterThan(0)
+      expect(server.peakRssMb).toBeGreaterThan(0)
+      expect(server.non2xx + server.errors).toBe(0)
+    }
+  }
+}, 90_000)
