@@ -28,13 +28,20 @@ export const freshDatabase = async (prefix: string) => {
 }
 
 /**
+ * The V8 flags servers run with, as `npm start` and the README's production
+ * command give them (decision 0011); BENCH_NODE_FLAGS replaces them, to compare.
+ */
+export const serverNodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? "--max-semi-space-size=8 --max-old-space-size=192")
+  .split(" ").filter((flag) => flag !== "")
+
+/**
  * `node packages/server/dist/SCRIPT` (or `node SCRIPT`, given an absolute
  * path) on a free loopback port with `env` (plus PATH); for anything but
  * `worker.js`, resolves once `/health` answers. `pid` is the process's.
  */
 export const startProcess = async (script: "main.js" | "worker.js" | (string & {}), env: Record<string, string>) => {
   const port = await freePort()
-  const child = spawn(process.execPath, [resolvePath(dist, script)], {
+  const child = spawn(process.execPath, [...serverNodeFlags, resolvePath(dist, script)], {
     env: { PATH: process.env["PATH"] ?? "", HOST: "127.0.0.1", PORT: String(port), LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "inherit", "inherit"]
   })

@@ -61,6 +61,10 @@ describe("POST /feedback", () => {
     await server.db.query((sql) => sql`INSERT INTO posts (id, organization_id, board_id, title, slug, content, excerpt, source)
       VALUES ('p_explicit', 'org_acme', 'b_feat', 'Export CSV', 'export-csv-9', '', '', 'import')`)
     expect((await post({ ...valid, title: "Export CSV" })).body.slug).toBe("export-csv-10")
+    // Many numbers taken at once by another writer cost one catch-up, not one try each.
+    await server.db.query((sql) => sql`INSERT INTO posts (id, organization_id, board_id, title, slug, content, excerpt, source)
+      SELECT 'p_bulk_' || n, 'org_acme', 'b_feat', 'Export CSV', 'export-csv-' || n, '', '', 'import' FROM generate_series(11, 60) n`)
+    expect((await post({ ...valid, title: "Export CSV" })).body).toMatchObject({ slug: "export-csv-61" })
   })
 
   it("falls back to a non-empty slug for titles with no ASCII letters or digits", async () => {

@@ -18,12 +18,3 @@ export const slugify = (title: string, fallback = "post"): string => {
 
 /** The `n`-th slug of `base`: `base` itself, then `base-2`, `base-3`, … */
 export const numberedSlug = (base: string, n: number): string => n <= 1 ? base : `${base}-${n}`
-
-/** The first of `base`, `base-2`, `base-3`, … that is not in `taken`. */
-export const firstFreeSlug = (base: string, taken: ReadonlySet<string>): string => {
-  if (!taken.has(base)) return base
-  for (let n = 2;; n++) {
-    const candidate = `${base}-${n}`
-    if (!taken.has(candidate)) return candidate
-  }
-}

@@ -82,6 +82,14 @@ export class Posts extends Context.Service<Posts, {
        * is needed its counter starts from the highest number in use (posts
        * from before the counters, or imported with explicit slugs).
        */
+      /** The highest number of `base` in use among the organization's posts (a scan of them: the slow path). */
+      const highestInUse = (organizationId: string, base: string) =>
+        sql`COALESCE((
+          SELECT max(CASE WHEN slug = ${base} THEN 1 ELSE substr(slug, ${base.length + 2})::int END) FROM posts
+          WHERE organization_id = ${organizationId}
+            AND (slug = ${base} OR (slug LIKE ${likePrefix(base)} AND substr(slug, ${base.length + 2}) ~ '^[0-9]{1,9}$'))
+        ), 0)`
+
       const nextSlugNumber = (organizationId: string, base: string) =>
         sql<{ last: number }>`WITH bumped AS (
             UPDATE slug_counters SET last = last + 1
@@ -89,16 +97,17 @@ export class Posts extends Context.Service<Posts, {
             RETURNING last
           ), created AS (
             INSERT INTO slug_counters AS c (organization_id, base, last)
-            SELECT ${organizationId}, ${base}, COALESCE((
-              SELECT max(CASE WHEN slug = ${base} THEN 1 ELSE substr(slug, ${base.length + 2})::int END) FROM posts
-              WHERE organization_id = ${organizationId}
-                AND (slug = ${base} OR (slug LIKE ${likePrefix(base)} AND substr(slug, ${base.length + 2}) ~ '^[0-9]{1,9}$'))
-            ), 0) + 1
+            SELECT ${organizationId}, ${base}, ${highestInUse(organizationId, base)} + 1
             WHERE NOT EXISTS (SELECT 1 FROM bumped)
             ON CONFLICT (organization_id, base) DO UPDATE SET last = c.last + 1
             RETURNING last
           )
           SELECT last FROM bumped UNION ALL SELECT last FROM created`.pipe(Effect.map((rows) => rows[0]!.last))
+
+      /** After a collision: another writer used numbers past the counter; move the counter past them. */
+      const catchUpSlugCounter = (organizationId: string, base: string) =>
+        sql`UPDATE slug_counters SET last = GREATEST(last, ${highestInUse(organizationId, base)})
+          WHERE organization_id = ${organizationId} AND base = ${base}`
 
       const tryInsert = (post: NewPost, slug: string, lexicons: Lexicons) =>
         sql<typeof InsertedPost.Type>`INSERT INTO posts
@@ -123,6 +132,7 @@ export class Posts extends Context.Service<Posts, {
           const slug = numberedSlug(base, yield* nextSlugNumber(post.organizationId, base))
           const [row] = yield* tryInsert(post, slug, lexicons)
           if (row !== undefined) return row
+          yield* catchUpSlugCounter(post.organizationId, base)
         }
         return yield* Effect.die(new Error(`no free slug for ${base} after ${slugAttempts} attempts`))
       }, Effect.orDie)
