@@ -31,7 +31,7 @@ export const freshDatabase = async (prefix: string) => {
  * The V8 flags servers run with, as `npm start` and the README's production
  * command give them (decision 0011); BENCH_NODE_FLAGS replaces them, to compare.
  */
-export const serverNodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? "--max-semi-space-size=8 --max-old-space-size=192")
+export const serverNodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? "--max-semi-space-size=8 --max-old-space-size=256")
   .split(" ").filter((flag) => flag !== "")
 
 /**

@@ -13,6 +13,8 @@ export const startEmbedded = (dir: string) =>
     Effect.callback<{ readonly port: number; readonly stop: () => void }, EmbeddedDatabaseError>((resume) => {
       const child = fork(fileURLToPath(new URL("./pglite-process.js", import.meta.url)), [], {
         env: { ...process.env, PGLITE_DIR: dir },
+        // The server's heap flags (npm start) are for its own heap; PGlite's memory is WebAssembly's.
+        execArgv: [],
         stdio: ["ignore", "inherit", "inherit", "ipc"]
       })
       const stop = () => {
