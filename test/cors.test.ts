@@ -53,8 +53,19 @@ describe("CORS (spec §5, CONTRACT §4)", () => {
     expect(res.status).toBe(204)
     expect(res.headers.get("access-control-allow-origin")).toBe("https://shop.example.test")
     expect(res.headers.get("access-control-allow-methods")).toBe("GET, POST, OPTIONS")
-    expect(res.headers.get("access-control-allow-headers")).toBe("content-type")
+    expect(res.headers.get("access-control-allow-headers")).toBe("content-type,if-none-match")
     expect(res.headers.get("access-control-max-age")).toBe("600")
+  })
+
+  it("lets a widget on an allowed origin revalidate: If-None-Match allowed, ETag readable", async () => {
+    const origin = "https://shop.example.test"
+    const preflight = await fetch(`${server.api}/boards?organizationId=org_acme`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "GET", "access-control-request-headers": "if-none-match" }
+    })
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("if-none-match")
+    const res = await fetch(`${server.api}/boards?organizationId=org_acme`, { headers: { origin } })
+    expect(res.headers.get("access-control-expose-headers")?.split(",")).toContain("etag")
   })
 
   it("answers a preflight from a disallowed origin without allowing it", async () => {

@@ -47,8 +47,9 @@ export const cors = Layer.unwrap(Effect.gen(function*() {
   return HttpRouter.middleware(HttpMiddleware.cors({
     allowedOrigins: isAllowedOrigin(config),
     allowedMethods: ["GET", "POST", "OPTIONS"],
-    allowedHeaders: ["content-type"],
-    exposedHeaders: ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "retry-after"],
+    // A widget may revalidate /boards and /updates itself (decision 0010): it sends If-None-Match and reads ETag.
+    allowedHeaders: ["content-type", "if-none-match"],
+    exposedHeaders: ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "retry-after", "etag"],
     maxAge: 600
   }), { global: true })
 }))
