@@ -54,21 +54,23 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
       const updates = yield* Updates
       const cache = new Map<string, { readonly tag: string; readonly body: string }>()
       let cachedBytes = 0
+      /** A string's size in memory: two bytes a UTF-16 unit. */
+      const bytes = (body: string) => body.length * 2
 
       const remember = (key: string, entry: { readonly tag: string; readonly body: string }) => {
         const old = cache.get(key)
         if (old !== undefined) {
           cache.delete(key)
-          cachedBytes -= old.body.length * 2
+          cachedBytes -= bytes(old.body)
         }
-        if (entry.body.length * 2 > cacheBytes / 4) return
+        if (bytes(entry.body) > cacheBytes / 4) return
         for (const [k, v] of cache) {
-          if (cachedBytes + entry.body.length * 2 <= cacheBytes) break
+          if (cachedBytes + bytes(entry.body) <= cacheBytes) break
           cache.delete(k)
-          cachedBytes -= v.body.length * 2
+          cachedBytes -= bytes(v.body)
         }
         cache.set(key, entry)
-        cachedBytes += entry.body.length * 2
+        cachedBytes += bytes(entry.body)
       }
 
       const respond = (kind: Kind, load: (organizationId: string, nowMs: number) => Effect.Effect<string>) =>
@@ -78,7 +80,8 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
           const headers = { etag: tag, "cache-control": `public, max-age=${publicMaxAgeSeconds}` }
           if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return HttpServerResponse.empty({ status: 304, headers })
           const key = `${kind}\u0000${organizationId}`
-          let body = cache.get(key)?.tag === tag ? cache.get(key)!.body : undefined
+          const cached = cache.get(key)
+          let body = cached?.tag === tag ? cached.body : undefined
           if (body === undefined) {
             // Read after the version: the body is at least as new as its tag, so a stale body is never cached under a newer tag.
             body = yield* load(organizationId, nowMs)

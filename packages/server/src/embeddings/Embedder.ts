@@ -68,18 +68,20 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
       // Long enough for a call, its splits and the writes; a worker that died gives its posts up after it.
       const leaseMs = config.embeddingsBackfillTimeoutMs * 2 + 30_000
 
-      const inputs = (posts: ReadonlyArray<ClaimedPost>) => posts.map((post) => embeddingInput(post.title, sanitizer.text(post.content)))
-
       /**
-       * Embeds `posts` in one call and stores the vectors, or records the
-       * failure. A batch the API rejects (one text it cannot take) is split in
-       * halves until that post is alone, so it does not hold back the others.
-       * Yields whether the API was answering.
+       * Embeds `posts` (each with its input text, computed once) in one call
+       * and stores the vectors, or records the failure. A batch the API
+       * rejects (one text it cannot take) is split in halves until that post
+       * is alone, so it does not hold back the others. Yields whether the API
+       * was answering.
        */
-      const embedBatch = (posts: ReadonlyArray<ClaimedPost>, token: string): Effect.Effect<boolean, SqlError.SqlError> =>
-        embeddings.embed(inputs(posts), config.embeddingsBackfillTimeoutMs).pipe(
+      const embedBatch = (
+        posts: ReadonlyArray<{ readonly post: ClaimedPost; readonly input: string }>,
+        token: string
+      ): Effect.Effect<boolean, SqlError.SqlError> =>
+        embeddings.embed(posts.map(({ input }) => input), config.embeddingsBackfillTimeoutMs).pipe(
           Effect.matchEffect({
-            onSuccess: (vectors) => repo.store(model, token, posts.map((post, i) => ({ post, vector: vectors[i]! }))).pipe(Effect.as(true)),
+            onSuccess: (vectors) => repo.store(model, token, posts.map(({ post }, i) => ({ post, vector: vectors[i]! }))).pipe(Effect.as(true)),
             onFailure: (error) => {
               if (error.rejected === true && posts.length > 1) {
                 const half = Math.ceil(posts.length / 2)
@@ -91,7 +93,7 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
                     model,
                     nowMs,
                     token,
-                    postIds: posts.map((post) => post.postId),
+                    postIds: posts.map(({ post }) => post.postId),
                     error: error.reason,
                     baseMs: config.embeddingsRetryBaseMs,
                     maxMs: maxRetryMs
@@ -110,7 +112,8 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
           const nowMs = yield* Clock.currentTimeMillis
           const posts = yield* repo.claim({ model, nowMs, limit: batchSize, leaseMs, token, postIds })
           if (posts.length === 0) return { claimed: 0, ok: true }
-          return { claimed: posts.length, ok: yield* embedBatch(posts, token) }
+          const withInputs = posts.map((post) => ({ post, input: embeddingInput(post.title, sanitizer.text(post.content)) }))
+          return { claimed: posts.length, ok: yield* embedBatch(withInputs, token) }
         }).pipe(
           // Stopped mid-round (a shutdown): whatever it leased is free for the next worker at once.
           Effect.onInterrupt(() => Effect.ignore(repo.release(model, token)))
@@ -127,8 +130,8 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
  * anything else that is due (the back-fill at start-up, imported or changed
  * posts, retries), repeated until it finds nothing, then every
  * `min(10 s, EMBEDDINGS_RETRY_BASE_MS)`. After a failed call the loop itself
- * waits, doubling up to `maxRetryMs`, so that an API that is down is not
- * hammered.
+ * waits, doubling up to `maxLoopBackoffMs`, so that an API that is down is
+ * not hammered.
  */
 const loop = Effect.gen(function*() {
   const config = yield* ServerConfig

@@ -112,8 +112,6 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
     readonly vector: Vector
     readonly limit: number
   }) => Effect.Effect<ReadonlyArray<NearPost>, SqlError.SqlError>
-  /** Posts with an embedding, and posts waiting for one, for the model (operators and tests). */
-  readonly progress: (model: Model) => Effect.Effect<{ readonly embedded: number; readonly waiting: number }, SqlError.SqlError>
 }>()("hearken/EmbeddingRepo") {
   static readonly layer = Layer.effect(
     EmbeddingRepo,
@@ -223,17 +221,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         }))
       })
 
-      const progress = Effect.fn("EmbeddingRepo.progress")(function*(model: Model) {
-        const [row] = yield* sql<{ embedded: number; waiting: number }>`SELECT
-            count(*) FILTER (WHERE e.embedding IS NOT NULL AND e.source_hash = ${sql.literal(sourceHash)})::int AS embedded,
-            count(*) FILTER (WHERE e.embedding IS NULL OR e.source_hash IS DISTINCT FROM ${sql.literal(sourceHash)})::int AS waiting
-          FROM posts p
-          LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${model.name} AND e.dimensions = ${model.dimensions}
-          WHERE p.visibility = 'public'`
-        return row ?? { embedded: 0, waiting: 0 }
-      })
-
-      return EmbeddingRepo.of({ ensureIndex, claim, store, release, fail, nearest, progress })
+      return EmbeddingRepo.of({ ensureIndex, claim, store, release, fail, nearest })
     })
   )
 }
