@@ -19,7 +19,8 @@
  *   (`cacheBytes`, answers over a quarter of it never kept), and on a miss
  *   the list is read with the server's query. Changelog entries go through
  *   the server's sanitizer (`Sanitizer.make`) behind the same bounded cache by
- *   authored HTML that `Updates.ts` keeps (2,000 entries, oldest out first).
+ *   authored HTML that `Updates.ts` keeps (`sanitizedCacheBytes`, oldest out
+ *   first), a page (`pageSize`) at a time, streamed when longer than a page.
  * - POST /feedback: a minimal check of the body (the spec's field limits; no
  *   identity token), then as `Feedback.ts` and `Posts.ts` do: the board, the
  *   default status, the sanitized content and its text, then in one
@@ -36,6 +37,7 @@ import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
 import { cacheBytes, etagOf, matches } from "../packages/server/dist/caching/PublicAnswers.js"
+import { pageSize, sanitizedCacheBytes } from "../packages/server/dist/updates/Updates.js"
 import { make as makeSanitizer, truncate } from "../packages/server/dist/content/Sanitizer.js"
 import { numberedSlug, slugify } from "../packages/server/dist/content/slug.js"
 import { excerptLength } from "../packages/server/dist/feedback/Feedback.js"
@@ -63,7 +65,6 @@ const prefix = "/api/widget/v1/"
 const slugAttempts = 20
 /** `Posts.ts`'s `LIKE` pattern of `base-` followed by anything. */
 const likePrefix = (base: string) => `${base.replace(/[\\%_]/g, "\\$&")}-%`
-const cacheLimit = 2_000
 const maxBodyBytes = 1_000_000
 
 const pool = new pg.Pool({ connectionString: env("DATABASE_URL"), max: 10 })
@@ -88,10 +89,13 @@ const statements = {
            FROM boards
            WHERE organization_id = $1 AND visibility = 'public'
            ORDER BY created_at, id`,
-  updates: `SELECT id, title, slug, content, excerpt, image_url AS "imageUrl", iso_ms(published_at) AS "publishedAt"
+  updates: `SELECT id, title, slug, content, excerpt, image_url AS "imageUrl", iso_ms(published_at) AS "publishedAt",
+                   published_at::text AS cursor
             FROM updates
             WHERE organization_id = $1 AND published_at IS NOT NULL AND published_at <= $2::timestamptz
-            ORDER BY published_at DESC, id ASC`,
+              AND ($3::timestamptz IS NULL OR published_at < $3::timestamptz OR (published_at = $3::timestamptz AND id > $4))
+            ORDER BY published_at DESC, id ASC
+            LIMIT ${pageSize}`,
   version: `SELECT epoch, boards::text AS boards, updates::text AS updates,
               (SELECT count(*) FROM unnest(scheduled) AS s WHERE s <= $2::timestamptz)::int AS due
             FROM organization_versions WHERE organization_id = $1`,
@@ -183,31 +187,38 @@ const limit = async (endpoint: Endpoint, req: IncomingMessage, res: ServerRespon
 }
 
 /** Serialized answers by kind and organization, bounded as `PublicAnswers.ts` bounds them. */
-const answers = new Map<string, { readonly tag: string; readonly body: string }>()
+const answers = new Map<string, { readonly tag: string; readonly body: Buffer }>()
 let answerBytes = 0
-const remember = (key: string, entry: { readonly tag: string; readonly body: string }) => {
+const remember = (key: string, entry: { readonly tag: string; readonly body: Buffer }) => {
   const old = answers.get(key)
   if (old !== undefined) {
     answers.delete(key)
-    answerBytes -= old.body.length * 2
+    answerBytes -= old.body.byteLength
   }
-  if (entry.body.length * 2 > cacheBytes / 4) return
+  if (entry.body.byteLength > cacheBytes / 4) return
   for (const [k, v] of answers) {
-    if (answerBytes + entry.body.length * 2 <= cacheBytes) break
+    if (answerBytes + entry.body.byteLength <= cacheBytes) break
     answers.delete(k)
-    answerBytes -= v.body.length * 2
+    answerBytes -= v.body.byteLength
   }
   answers.set(key, entry)
-  answerBytes += entry.body.length * 2
+  answerBytes += entry.body.byteLength
 }
 
+let sanitizedBytes = 0
 const sanitize = (html: string) => {
-  let clean = sanitized.get(html)
-  if (clean === undefined) {
-    clean = sanitizer.update(html)
-    if (sanitized.size >= cacheLimit) sanitized.delete(sanitized.keys().next().value!)
-    sanitized.set(html, clean)
+  const hit = sanitized.get(html)
+  if (hit !== undefined) return hit
+  const clean = sanitizer.update(html)
+  const size = (html.length + clean.length) * 2
+  if (size > sanitizedCacheBytes / 8) return clean
+  for (const [k, v] of sanitized) {
+    if (sanitizedBytes + size <= sanitizedCacheBytes) break
+    sanitized.delete(k)
+    sanitizedBytes -= (k.length + v.length) * 2
   }
+  sanitized.set(html, clean)
+  sanitizedBytes += size
   return clean
 }
 
@@ -249,10 +260,16 @@ const invalid = (body: Record<string, unknown>) => {
 
 const lists = {
   boards: (organizationId: string) => query(pool, "boards", [organizationId]),
-  updates: async (organizationId: string, now: string) => {
-    const rows = await query<{ content: string }>(pool, "updates", [organizationId, now])
-    for (const row of rows) row.content = sanitize(row.content)
-    return rows
+  /** One page of the changelog, sanitized, as JSON elements; the next page's cursor when this one is full. */
+  updatesPage: async (organizationId: string, now: string, cursor: readonly [string, string] | undefined) => {
+    const rows = await query<{ id: string; content: string; cursor?: string }>(pool, "updates", [organizationId, now, cursor?.[0] ?? null, cursor?.[1] ?? null])
+    const last = rows.at(-1)
+    const next = rows.length === pageSize && last !== undefined ? [last.cursor!, last.id] as const : undefined
+    for (const row of rows) {
+      row.content = sanitize(row.content)
+      delete row.cursor
+    }
+    return { json: rows.map((row) => JSON.stringify(row)).join(","), next }
   }
 }
 
@@ -275,11 +292,41 @@ const answer = async (
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return res.writeHead(304, headers).end()
   const key = `${kind}\u0000${organizationId}`
   let body = answers.get(key)?.tag === tag ? answers.get(key)!.body : undefined
-  if (body === undefined) {
-    body = JSON.stringify(await lists[kind](organizationId, now))
+  if (body === undefined && kind === "boards") {
+    body = Buffer.from(JSON.stringify(await lists.boards(organizationId)))
     remember(key, { tag, body })
   }
-  res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  if (body === undefined) {
+    // The changelog a page at a time: whole when it fits in one, else streamed and kept only while small enough.
+    const first = await lists.updatesPage(organizationId, now, undefined)
+    if (first.next === undefined) {
+      body = Buffer.from(`[${first.json}]`)
+      remember(key, { tag, body })
+    } else {
+      res.writeHead(200, { ...headers, "content-type": "application/json" })
+      let kept: Array<Buffer> | undefined = []
+      let keptBytes = 0
+      const write = (chunk: Buffer) => {
+        if (kept !== undefined) {
+          keptBytes += chunk.byteLength
+          if (keptBytes > cacheBytes / 4) kept = undefined
+          else kept.push(chunk)
+        }
+        return res.write(chunk)
+      }
+      write(Buffer.from(`[${first.json}`))
+      let cursor: readonly [string, string] | undefined = first.next
+      while (cursor !== undefined) {
+        const page = await lists.updatesPage(organizationId, now, cursor)
+        if (page.json !== "") write(Buffer.from(`,${page.json}`))
+        cursor = page.next
+      }
+      write(Buffer.from("]"))
+      if (kept !== undefined) remember(key, { tag, body: Buffer.concat(kept) })
+      return res.end()
+    }
+  }
+  res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": body.byteLength })
   res.end(body)
 }
 

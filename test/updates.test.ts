@@ -22,6 +22,22 @@ fixture.organizations[0]!.updates = [
 fixture.organizations[1]!.updates = [
   { id: "u_other", title: "Other org", slug: "other", content: "<p>x</p>", publishedAt: "2026-01-01T00:00:00.000Z" }
 ] as never
+// A changelog longer than a page (Updates.pageSize, 200): 450 published entries, 30 of them sharing one
+// time across the first page boundary (ties go by id), and drafts and scheduled entries among them.
+const long = Array.from({ length: 450 }, (_, i) => ({
+  id: `u_long_${String(i).padStart(3, "0")}`,
+  title: `Entry ${i}`,
+  slug: `entry-${i}`,
+  content: `<p onclick="x()">Entry <b>${i}</b></p><script>alert(${i})</script>`,
+  publishedAt: i >= 185 && i < 215
+    ? "2026-06-01T00:00:00.000Z"
+    : new Date(Date.UTC(2026, 0, 1) + i * 3_600_000).toISOString()
+}))
+const hidden = [
+  { id: "u_long_draft", title: "Draft", slug: "draft", content: "<p>d</p>", publishedAt: null },
+  { id: "u_long_later", title: "Later", slug: "later", content: "<p>l</p>", publishedAt: "2099-01-01T00:00:00.000Z" }
+]
+;(fixture.organizations[2] as Record<string, unknown>)["updates"] = [...hidden, ...long]
 
 const server = useServer(() => startSeededServer(fixture))
 
@@ -57,6 +73,21 @@ describe("GET /updates", () => {
     expect(other.body.map((u: { id: string }) => u.id)).toEqual(["u_other"])
     const none = await getJson(`${server.api}/updates?organizationId=nobody`)
     expect(none).toMatchObject({ status: 200, body: [] })
+  })
+
+  it("serves a changelog longer than a page whole, in order, sanitized, and the same again from the cache", async () => {
+    const expected = [...long].sort((a, b) =>
+      a.publishedAt === b.publishedAt ? (a.id < b.id ? -1 : 1) : (a.publishedAt < b.publishedAt ? 1 : -1))
+    const first = await fetch(`${server.api}/updates?organizationId=org_nostatus`)
+    expect(first.status).toBe(200)
+    expect(first.headers.get("content-type")).toBe("application/json")
+    const text = await first.text()
+    const body = JSON.parse(text) as Array<{ id: string; content: string; publishedAt: string }>
+    expect(body.map((u) => u.id)).toEqual(expected.map((u) => u.id))
+    expect(body.find((u) => u.id === "u_long_200")!.content).toBe("<p>Entry <b>200</b></p>")
+    const again = await fetch(`${server.api}/updates?organizationId=org_nostatus`)
+    expect(again.headers.get("etag")).toBe(first.headers.get("etag"))
+    expect(await again.text()).toBe(text)
   })
 
   it("refuses a missing organizationId with 400 DataValidationError", async () => {

@@ -1,12 +1,12 @@
-import { Board, publicMaxAgeSeconds, Update } from "@hearken/api"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Board, publicMaxAgeSeconds, type Update } from "@hearken/api"
+import { Clock, Context, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { Boards } from "../boards/Boards.js"
-import { Updates } from "../updates/Updates.js"
+import { type Cursor, Updates } from "../updates/Updates.js"
 import { type Version, Versions } from "./Versions.js"
 
-/** Serialized answers kept per organization, bounded in bytes (strings count two bytes a character). */
+/** Serialized answers kept per organization, bounded in bytes (UTF-8). */
 export const cacheBytes = 16 * 1024 * 1024
 
 type Kind = "boards" | "updates"
@@ -34,13 +34,20 @@ export const matches = (ifNoneMatch: string, tag: string) =>
   })
 
 const encodeBoards = Schema.encodeSync(Schema.Array(Board))
-const encodeUpdates = Schema.encodeSync(Schema.Array(Update))
+const encoder = new TextEncoder()
+const comma = encoder.encode(",")
 
 /**
  * `GET /boards` and `GET /updates` with conditional requests (decision 0010):
  * one read of the organization's version row gives the tag; a matching
  * `If-None-Match` answers 304 without touching the boards or updates, and an
- * answer already serialized for that tag is sent as it is.
+ * answer already serialized for that tag is sent as it is (UTF-8 bytes, kept
+ * up to `cacheBytes` in all).
+ *
+ * The changelog is read a page at a time: an answer that fits in one page is
+ * sent whole; a longer one is streamed page by page, so that memory does not
+ * grow with the changelog (decision 0011), and kept only if it is small
+ * enough to cache.
  */
 export class PublicAnswers extends Context.Service<PublicAnswers, {
   readonly boards: (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
@@ -52,28 +59,29 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
       const versions = yield* Versions
       const boards = yield* Boards
       const updates = yield* Updates
-      const cache = new Map<string, { readonly tag: string; readonly body: string }>()
+      const cache = new Map<string, { readonly tag: string; readonly body: Uint8Array }>()
       let cachedBytes = 0
-      /** A string's size in memory: two bytes a UTF-16 unit. */
-      const bytes = (body: string) => body.length * 2
+      const largest = cacheBytes / 4
 
-      const remember = (key: string, entry: { readonly tag: string; readonly body: string }) => {
+      const remember = (key: string, entry: { readonly tag: string; readonly body: Uint8Array }) => {
         const old = cache.get(key)
         if (old !== undefined) {
           cache.delete(key)
-          cachedBytes -= bytes(old.body)
+          cachedBytes -= old.body.byteLength
         }
-        if (bytes(entry.body) > cacheBytes / 4) return
+        if (entry.body.byteLength > largest) return
         for (const [k, v] of cache) {
-          if (cachedBytes + bytes(entry.body) <= cacheBytes) break
+          if (cachedBytes + entry.body.byteLength <= cacheBytes) break
           cache.delete(k)
-          cachedBytes -= bytes(v.body)
+          cachedBytes -= v.body.byteLength
         }
         cache.set(key, entry)
-        cachedBytes += bytes(entry.body)
+        cachedBytes += entry.body.byteLength
       }
 
-      const respond = (kind: Kind, load: (organizationId: string, nowMs: number) => Effect.Effect<string>) =>
+      type Answer = Uint8Array | Stream.Stream<Uint8Array>
+
+      const respond = (kind: Kind, load: (organizationId: string, nowMs: number, keep: (body: Uint8Array) => void) => Effect.Effect<Answer>) =>
         Effect.fnUntraced(function*(organizationId: string, ifNoneMatch: string | undefined) {
           const nowMs = yield* Clock.currentTimeMillis
           const tag = etagOf(kind, organizationId, yield* versions.read(organizationId, nowMs))
@@ -81,23 +89,58 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
           if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return HttpServerResponse.empty({ status: 304, headers })
           const key = `${kind}\u0000${organizationId}`
           const cached = cache.get(key)
-          let body = cached?.tag === tag ? cached.body : undefined
-          if (body === undefined) {
-            // Read after the version: the body is at least as new as its tag, so a stale body is never cached under a newer tag.
-            body = yield* load(organizationId, nowMs)
-            remember(key, { tag, body })
-          }
-          return HttpServerResponse.text(body, { contentType: "application/json", headers })
+          // Read after the version: the body is at least as new as its tag, so a stale body is never cached under a newer tag.
+          const body: Answer = cached?.tag === tag
+            ? cached.body
+            : yield* load(organizationId, nowMs, (body) => remember(key, { tag, body }))
+          return body instanceof Uint8Array
+            ? HttpServerResponse.uint8Array(body, { contentType: "application/json", headers })
+            : HttpServerResponse.stream(body, { contentType: "application/json", headers })
         })
+
+      const loadUpdates = Effect.fnUntraced(function*(organizationId: string, nowMs: number, keep: (body: Uint8Array) => void) {
+        const first = yield* updates.page(organizationId, nowMs, undefined)
+        const json = (entries: ReadonlyArray<Update>) => encoder.encode(updates.toJson(entries).join(","))
+        if (Option.isNone(first.next)) {
+          const body = encoder.encode(`[${updates.toJson(first.entries).join(",")}]`)
+          keep(body)
+          return body
+        }
+        // Longer than a page: stream it, keeping the pages only while they fit in the cache.
+        let kept: Array<Uint8Array> | undefined = []
+        let keptBytes = 0
+        const collect = (chunk: Uint8Array) => {
+          if (kept === undefined) return
+          keptBytes += chunk.byteLength
+          if (keptBytes > largest) kept = undefined
+          else kept.push(chunk)
+        }
+        const pages = Stream.paginate<Option.Option<Cursor>, Uint8Array>(first.next, (cursor) =>
+          Option.isNone(cursor)
+            ? Effect.succeed([[], Option.none()])
+            : Effect.map(updates.page(organizationId, nowMs, cursor.value), (page) =>
+              [page.entries.length === 0 ? [] : [comma, json(page.entries)], Option.some(page.next)]))
+        return Stream.concat(Stream.fromIterable([encoder.encode("["), json(first.entries)]), pages).pipe(
+          Stream.concat(Stream.make(encoder.encode("]"))),
+          Stream.tap((chunk) => Effect.sync(() => collect(chunk))),
+          Stream.onExit((exit) =>
+            Effect.sync(() => {
+              if (Exit.isSuccess(exit) && kept !== undefined) keep(Buffer.concat(kept))
+            })
+          )
+        )
+      })
 
       return PublicAnswers.of({
         boards: Effect.fn("PublicAnswers.boards")(
-          respond("boards", (organizationId) => Effect.map(boards.listPublic(organizationId), (list) => JSON.stringify(encodeBoards(list))))
+          respond("boards", (organizationId, _, keep) =>
+            Effect.map(boards.listPublic(organizationId), (list) => {
+              const body = encoder.encode(JSON.stringify(encodeBoards(list)))
+              keep(body)
+              return body
+            }))
         ),
-        updates: Effect.fn("PublicAnswers.updates")(
-          respond("updates", (organizationId, nowMs) =>
-            Effect.map(updates.listPublished(organizationId, nowMs), (list) => JSON.stringify(encodeUpdates(list))))
-        )
+        updates: Effect.fn("PublicAnswers.updates")(respond("updates", loadUpdates))
       })
     })
   ).pipe(Layer.provide(Versions.layer))
