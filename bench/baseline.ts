@@ -17,10 +17,10 @@
  *   ETag (`etagOf`); a matching If-None-Match gets 304; else the answer
  *   serialized for that tag is sent from a cache bounded as the server's
  *   (`cacheBytes`, answers over a quarter of it never kept), and on a miss
- *   the list is read with the server's query. Changelog entries go through
- *   the server's sanitizer (`Sanitizer.make`) behind the same bounded cache by
- *   authored HTML that `Updates.ts` keeps (`sanitizedCacheBytes`, oldest out
- *   first), a page (`pageSize`) at a time, streamed when longer than a page.
+ *   the list is read with the server's query. Changelog entries are read a page
+ *   (`pageSize`) at a time, streamed when longer than a page, with the content
+ *   kept as served (`update_html`) or else through the server's sanitizer
+ *   (`Sanitizer.make`) and kept, as `Updates.ts` does.
  * - POST /feedback: a minimal check of the body (the spec's field limits; no
  *   identity token), then as `Feedback.ts` and `Posts.ts` do: the board, the
  *   default status, the sanitized content and its text, then in one
@@ -37,8 +37,8 @@ import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
 import { cacheBytes, etagOf, matches } from "../packages/server/dist/caching/PublicAnswers.js"
-import { pageSize, sanitizedCacheBytes } from "../packages/server/dist/updates/Updates.js"
-import { make as makeSanitizer, truncate } from "../packages/server/dist/content/Sanitizer.js"
+import { pageSize } from "../packages/server/dist/updates/Updates.js"
+import { make as makeSanitizer, sanitizerVersion, truncate } from "../packages/server/dist/content/Sanitizer.js"
 import { numberedSlug, slugify } from "../packages/server/dist/content/slug.js"
 import { excerptLength } from "../packages/server/dist/feedback/Feedback.js"
 import { lexiconOf } from "../packages/server/dist/feedback/Posts.js"
@@ -81,7 +81,6 @@ const gcra = (redis as unknown as {
   hearkenGcra: (key: string, limit: number, period: number) => Promise<[number, number, number, number]>
 }).hearkenGcra.bind(redis)
 const sanitizer = makeSanitizer()
-const sanitized = new Map<string, string>()
 
 const statements = {
   boards: `SELECT id, name, slug, organization_id AS "organizationId",
@@ -89,13 +88,19 @@ const statements = {
            FROM boards
            WHERE organization_id = $1 AND visibility = 'public'
            ORDER BY created_at, id`,
-  updates: `SELECT id, title, slug, content, excerpt, image_url AS "imageUrl", iso_ms(published_at) AS "publishedAt",
-                   published_at::text AS cursor
-            FROM updates
-            WHERE organization_id = $1 AND published_at IS NOT NULL AND published_at <= $2::timestamptz
-              AND ($3::timestamptz IS NULL OR published_at < $3::timestamptz OR (published_at = $3::timestamptz AND id > $4))
-            ORDER BY published_at DESC, id ASC
+  updates: `SELECT u.id, u.title, u.slug, u.excerpt, u.image_url AS "imageUrl", iso_ms(u.published_at) AS "publishedAt",
+                   u.published_at::text AS cursor, h.html AS served, md5(u.content) AS "sourceHash",
+                   CASE WHEN h.html IS NULL THEN u.content ELSE '' END AS content
+            FROM updates u
+            LEFT JOIN update_html h ON h.update_id = u.id AND h.source_hash = md5(u.content) AND h.sanitizer = $5
+            WHERE u.organization_id = $1 AND u.published_at IS NOT NULL AND u.published_at <= $2::timestamptz
+              AND ($3::timestamptz IS NULL OR u.published_at < $3::timestamptz OR (u.published_at = $3::timestamptz AND u.id > $4))
+            ORDER BY u.published_at DESC, u.id ASC
             LIMIT ${pageSize}`,
+  keepHtml: `INSERT INTO update_html (update_id, source_hash, sanitizer, html)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[])
+             ON CONFLICT (update_id) DO UPDATE
+             SET source_hash = EXCLUDED.source_hash, sanitizer = EXCLUDED.sanitizer, html = EXCLUDED.html`,
   version: `SELECT epoch, boards::text AS boards, updates::text AS updates,
               (SELECT count(*) FROM unnest(scheduled) AS s WHERE s <= $2::timestamptz)::int AS due
             FROM organization_versions WHERE organization_id = $1`,
@@ -205,22 +210,6 @@ const remember = (key: string, entry: { readonly tag: string; readonly body: Buf
   answerBytes += entry.body.byteLength
 }
 
-let sanitizedBytes = 0
-const sanitize = (html: string) => {
-  const hit = sanitized.get(html)
-  if (hit !== undefined) return hit
-  const clean = sanitizer.update(html)
-  const size = (html.length + clean.length) * 2
-  if (size > sanitizedCacheBytes / 8) return clean
-  for (const [k, v] of sanitized) {
-    if (sanitizedBytes + size <= sanitizedCacheBytes) break
-    sanitized.delete(k)
-    sanitizedBytes -= (k.length + v.length) * 2
-  }
-  sanitized.set(html, clean)
-  sanitizedBytes += size
-  return clean
-}
 
 const readBody = (req: IncomingMessage) =>
   new Promise<string | undefined>((resolve, reject) => {
@@ -262,14 +251,22 @@ const lists = {
   boards: (organizationId: string) => query(pool, "boards", [organizationId]),
   /** One page of the changelog, sanitized, as JSON elements; the next page's cursor when this one is full. */
   updatesPage: async (organizationId: string, now: string, cursor: readonly [string, string] | undefined) => {
-    const rows = await query<{ id: string; content: string; cursor?: string }>(pool, "updates", [organizationId, now, cursor?.[0] ?? null, cursor?.[1] ?? null])
+    type Row = { id: string; content: string; cursor?: string; served?: string | null; sourceHash?: string }
+    const rows = await query<Row>(pool, "updates", [organizationId, now, cursor?.[0] ?? null, cursor?.[1] ?? null, sanitizerVersion])
     const last = rows.at(-1)
     const next = rows.length === pageSize && last !== undefined ? [last.cursor!, last.id] as const : undefined
-    for (const row of rows) {
-      row.content = sanitize(row.content)
-      delete row.cursor
+    const fresh: Array<Row> = []
+    const json = rows.map(({ content, cursor: _, served, sourceHash, ...row }) => {
+      if (served !== null && served !== undefined) return JSON.stringify({ ...row, content: served })
+      const html = sanitizer.update(content)
+      fresh.push({ id: row.id, content: html, sourceHash: sourceHash! })
+      return JSON.stringify({ ...row, content: html })
+    })
+    if (fresh.length > 0) {
+      await query(pool, "keepHtml", [fresh.map((r) => r.id), fresh.map((r) => r.sourceHash), fresh.map(() => sanitizerVersion), fresh.map((r) => r.content)])
+        .catch(() => undefined)
     }
-    return { json: rows.map((row) => JSON.stringify(row)).join(","), next }
+    return { json: json.join(","), next }
   }
 }
 

@@ -83,3 +83,58 @@ describe("sanitization (CONTRACT §6)", () => {
     expect(withImage.content).toBe(`<img src="https://ok.example/a.png">`)
   })
 })
+
+/** How deep elements nest in `html`, counted without recursion. */
+const depthOf = (html: string) => {
+  let depth = 0
+  let max = 0
+  for (const [, close, name] of html.matchAll(/<(\/?)([a-z0-9]+)[^>]*>/gi)) {
+    if (name!.toLowerCase() === "br") continue
+    depth += close === "/" ? -1 : 1
+    max = Math.max(max, depth)
+  }
+  return max
+}
+
+describe("hostile markup (issue 11, rows 1 and 8)", () => {
+  const post = (title: string, content: string, path = "feedback") =>
+    postJson(`${server.api}/${path}`, { organizationId: "org_acme", boardId: "b_feat", title, content })
+
+  // 20,000 characters each: what blocked the event loop for seconds, then overflowed the stack with a 500.
+  const nested = {
+    "<b> × 6,666": "<b>".repeat(6666),
+    "<b><div> × 2,500": "<b><div>".repeat(2500),
+    "<ul><li> × 2,500": "<ul><li>".repeat(2500),
+    "<table><tr><td> × 1,333": "<table><tr><td>".repeat(1333),
+    "<template> × 2,000": "<template>".repeat(2000),
+    "<svg><g> × 2,500": "<svg><g>".repeat(2500)
+  }
+
+  it.each(Object.entries(nested))("stores %s as shallow HTML, and suggests for it", async (name, content) => {
+    const res = await post(`Nested ${name}`, content)
+    expect(res.status).toBe(200)
+    const stored = await storedContent(res.body.id)
+    expect(depthOf(stored)).toBeLessThanOrEqual(32)
+    const suggestions = await post(`Nested ${name}`, content, "suggestions")
+    expect(suggestions.status).toBe(200)
+  })
+
+  it("keeps every word of deeply nested text, in order", async () => {
+    const content = Array.from({ length: 2000 }, (_, i) => `<b>w${i} `).join("")
+    const res = await post("Deep words", content)
+    expect(res.status).toBe(200)
+    const stored = await storedContent(res.body.id)
+    expect(depthOf(stored)).toBeLessThanOrEqual(32)
+    const words = stored.replace(/<[^>]*>/g, "").trim().split(/\s+/)
+    expect(words).toEqual(Array.from({ length: 2000 }, (_, i) => `w${i}`))
+    const [row] = await server.db.query<{ excerpt: string }>((sql) => sql`SELECT excerpt FROM posts WHERE id = ${res.body.id}`)
+    expect(row!.excerpt.startsWith("w0 w1 w2 w3")).toBe(true)
+  })
+
+  it("keeps the text of an element with an `is` attribute in the excerpt", async () => {
+    const res = await post("Customized", `<p>before</p><b is="foo">hidden</b><p>after</p>`)
+    expect(res.status).toBe(200)
+    const [row] = await server.db.query<{ excerpt: string }>((sql) => sql`SELECT excerpt FROM posts WHERE id = ${res.body.id}`)
+    expect(row!.excerpt).toBe("before hidden after")
+  })
+})

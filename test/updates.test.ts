@@ -90,6 +90,22 @@ describe("GET /updates", () => {
     expect(await again.text()).toBe(text)
   })
 
+  it("keeps content as served, and sanitizes an entry again when its HTML changes", async () => {
+    await getJson(`${server.api}/updates?organizationId=org_nostatus`)
+    const kept = await server.db.query((sql) => sql`SELECT count(*)::int AS n FROM update_html WHERE update_id LIKE 'u_long_%'`)
+    expect(kept).toEqual([{ n: 450 }])
+    // What is kept is what is served while the entry's HTML is unchanged…
+    await server.db.query((sql) => sql`UPDATE update_html SET html = '<p>kept</p>' WHERE update_id = 'u_long_001'`)
+    // …and an entry whose HTML changed is sanitized again (another process's write: the tag changes too).
+    await server.db.query((sql) =>
+      sql`UPDATE updates SET content = '<p>New <b>text</b><script>x()</script></p>' WHERE id = 'u_long_002'`)
+    const res = await getJson(`${server.api}/updates?organizationId=org_nostatus`)
+    const byId = new Map(res.body.map((u: { id: string; content: string }) => [u.id, u.content]))
+    expect(byId.get("u_long_001")).toBe("<p>kept</p>")
+    expect(byId.get("u_long_002")).toBe("<p>New <b>text</b></p>")
+    expect(byId.get("u_long_003")).toBe("<p>Entry <b>3</b></p>")
+  })
+
   it("refuses a missing organizationId with 400 DataValidationError", async () => {
     const res = await getJson(`${server.api}/updates`)
     expect(res.status).toBe(400)

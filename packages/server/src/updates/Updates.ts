@@ -1,7 +1,7 @@
 import { Update } from "@hearken/api"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Array as Arr, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { Sanitizer } from "../content/Sanitizer.js"
+import { Sanitizer, sanitizerVersion } from "../content/Sanitizer.js"
 
 const UpdateRow = Schema.Struct({
   id: Schema.String,
@@ -12,7 +12,10 @@ const UpdateRow = Schema.Struct({
   imageUrl: Schema.NullOr(Schema.String),
   publishedAt: Schema.String,
   /** `published_at` at full precision: where the next page starts. */
-  cursor: Schema.String
+  cursor: Schema.String,
+  /** The content as served, when kept for this HTML and this sanitizer. */
+  served: Schema.NullOr(Schema.String),
+  sourceHash: Schema.String
 })
 
 /** Where a page of the changelog ends: the last entry's `published_at` (exact) and id. */
@@ -23,12 +26,6 @@ export interface Cursor {
 
 /** Entries read and sanitized at a time: what a changelog answer holds in memory at once. */
 export const pageSize = 200
-
-/**
- * Sanitized HTML by authored HTML, bounded in bytes (both strings, two bytes a
- * character): a large changelog cannot grow it without end.
- */
-export const sanitizedCacheBytes = 16 * 1024 * 1024
 
 const encodeUpdate = Schema.encodeSync(Update)
 
@@ -49,24 +46,17 @@ export class Updates extends Context.Service<Updates, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const sanitizer = yield* Sanitizer
-      const sanitized = new Map<string, string>()
-      let cachedBytes = 0
 
-      const sanitize = (html: string) => {
-        const hit = sanitized.get(html)
-        if (hit !== undefined) return hit
-        const clean = sanitizer.update(html)
-        const size = (html.length + clean.length) * 2
-        if (size > sanitizedCacheBytes / 8) return clean
-        for (const [k, v] of sanitized) {
-          if (cachedBytes + size <= sanitizedCacheBytes) break
-          sanitized.delete(k)
-          cachedBytes -= (k.length + v.length) * 2
+      /** Keeps what was sanitized (migration 0008); a failure only means sanitizing again next time. */
+      const keep = (rows: Array<{ update_id: string; source_hash: string; html: string }>) =>
+        !Arr.isArrayNonEmpty(rows) ? Effect.void : sql`INSERT INTO update_html ${
+          sql.insert(Arr.map(rows, (row) => ({ ...row, sanitizer: sanitizerVersion })))
         }
-        sanitized.set(html, clean)
-        cachedBytes += size
-        return clean
-      }
+          ON CONFLICT (update_id) DO UPDATE
+          SET source_hash = EXCLUDED.source_hash, sanitizer = EXCLUDED.sanitizer, html = EXCLUDED.html`.pipe(
+          Effect.catchCause((cause) => Effect.logDebug("Could not keep sanitized changelog content", cause)),
+          Effect.asVoid
+        )
 
       const Request = Schema.Struct({
         organizationId: Schema.String,
@@ -78,14 +68,18 @@ export class Updates extends Context.Service<Updates, {
         Request,
         Result: UpdateRow,
         execute: ({ afterId, afterPublishedAt, now, organizationId }) =>
-          sql`SELECT id, title, slug, content, excerpt, image_url AS "imageUrl", iso_ms(published_at) AS "publishedAt",
-                     published_at::text AS cursor
-              FROM updates
-              WHERE organization_id = ${organizationId} AND published_at IS NOT NULL AND published_at <= ${now}::timestamptz
+          sql`SELECT u.id, u.title, u.slug, u.excerpt, u.image_url AS "imageUrl", iso_ms(u.published_at) AS "publishedAt",
+                     u.published_at::text AS cursor, h.html AS served, md5(u.content) AS "sourceHash",
+                     CASE WHEN h.html IS NULL THEN u.content ELSE '' END AS content
+              FROM updates u
+              LEFT JOIN update_html h
+                ON h.update_id = u.id AND h.source_hash = md5(u.content) AND h.sanitizer = ${sanitizerVersion}
+              WHERE u.organization_id = ${organizationId} AND u.published_at IS NOT NULL
+                AND u.published_at <= ${now}::timestamptz
                 AND (${afterPublishedAt}::timestamptz IS NULL
-                  OR published_at < ${afterPublishedAt}::timestamptz
-                  OR (published_at = ${afterPublishedAt}::timestamptz AND id > ${afterId}))
-              ORDER BY published_at DESC, id ASC
+                  OR u.published_at < ${afterPublishedAt}::timestamptz
+                  OR (u.published_at = ${afterPublishedAt}::timestamptz AND u.id > ${afterId}))
+              ORDER BY u.published_at DESC, u.id ASC
               LIMIT ${pageSize}`
       })
 
@@ -97,7 +91,14 @@ export class Updates extends Context.Service<Updates, {
             afterPublishedAt: cursor?.publishedAt ?? null,
             afterId: cursor?.id ?? null
           }).pipe(Effect.orDie)
-          const entries = rows.map(({ cursor: _, ...row }) => new Update({ ...row, content: sanitize(row.content) }))
+          const fresh: Array<{ update_id: string; source_hash: string; html: string }> = []
+          const entries = rows.map(({ content, cursor: _, served, sourceHash, ...row }) => {
+            if (served !== null) return new Update({ ...row, content: served })
+            const html = sanitizer.update(content)
+            fresh.push({ update_id: row.id, source_hash: sourceHash, html })
+            return new Update({ ...row, content: html })
+          })
+          yield* keep(fresh)
           const last = rows.at(-1)
           return {
             entries,

@@ -6,6 +6,7 @@ import lexicon from "./0004_lexicon.js"
 import embeddings from "./0005_embeddings.js"
 import versions from "./0006_versions.js"
 import slugCounters from "./0007_slug_counters.js"
+import updateHtml from "./0008_update_html.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -15,5 +16,6 @@ export const loader = Migrator.fromRecord({
   "0004_lexicon": lexicon,
   "0005_embeddings": embeddings,
   "0006_versions": versions,
-  "0007_slug_counters": slugCounters
+  "0007_slug_counters": slugCounters,
+  "0008_update_html": updateHtml
 })
