@@ -99,6 +99,9 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     ["a duplicate id", (f: any) => { f.organizations[0].posts[1].id = "p_1" }, "organizations[0].posts[1].id"],
     ["a bad webhook URL", (f: any) => { f.organizations[0].webhooks[0].url = "ftp://x" }, "organizations[0].webhooks[0].url"],
     ["a NUL character in an id", (f: any) => { f.organizations[0].boards[0].id = "b\u0000x" }, "organizations[0].boards[0].id"],
+    ["a lone surrogate in a post title", (f: any) => { f.organizations[0].posts[0].title = "x\ud800" }, "organizations[0].posts[0].title"],
+    ["a lone surrogate in a board name", (f: any) => { f.organizations[0].boards[0].name = "\udc00" }, "organizations[0].boards[0].name"],
+    ["a lone surrogate in post content", (f: any) => { f.organizations[0].posts[1].content = "<p>\ud83d</p>" }, "organizations[0].posts[1].content"],
     ["a JWT secret shorter than 32 bytes", (f: any) => { f.organizations[0].jwtSecrets = ["long-enough-secret-0123456789abcdef", "tooShortSecret"] }, "organizations[0].jwtSecrets[1]"],
     ["an id owned by another organization", (f: any) => { f.organizations[1].boards.push({ id: "b_feat", name: "x", slug: "x", visibility: "public" }) }, "organizations[1].boards[1].id"]
   ])("refuses %s, naming its path, and writes nothing", async (_, mutate, path) => {

@@ -151,6 +151,15 @@ describe("identity tokens on POST /feedback (CONTRACT §5)", () => {
     await expect401(await sign({ companies: [{ id: "c\u0000" }] }))
   })
 
+  it("refuses claims with a lone UTF-16 surrogate with 401: never a 500, never replaced", async () => {
+    // JSON.stringify writes a lone surrogate as the escape \ud800, so the token carries it as it is.
+    await expect401(await sign({ customFields: { k: "v\ud800" } }), "token: claims: customFields.k: Expected a string without lone UTF-16 surrogates")
+    await expect401(await sign({ customFields: { "k\udc00": "v" } }), "token: claims: customFields: Expected keys without lone UTF-16 surrogates")
+    await expect401(await sign({ name: "\ud83d" }))
+    await expect401(await sign({ companies: [{ id: "c", name: "\udfff", customFields: { a: "b" } }] }))
+    await expect401(await sign({ companies: [{ id: "c", customFields: { a: "\ud800" } }] }))
+  })
+
   it("refuses every token for an organization without secrets", async () => {
     const token = await sign({}, { aud: "org_nostatus" })
     const res = await postJson(`${server.api}/feedback`, { organizationId: "org_nostatus", boardId: "b_nostatus", title: "x", content: "", token })

@@ -146,11 +146,32 @@ describe("POST /feedback metadata and token", () => {
     expectInvalid(await send({ ...feedback, token: 5 }), "token")
   })
 
-  it("title: whitespace only is 400", async () => {
-    for (const title of ["", " ", "\t\n ", "\u00a0"]) {
+  it("title: nothing visible is 400 (white space, zero-width and other invisible characters)", async () => {
+    const invisible = ["", " ", "\t\n ", "\u00a0", "\u200b\u200b\u200b", "\u200c\u200d\u2060\ufeff", "\u00ad", "\u3164",
+      "\u2800", "\u0301\u0308", "\u202e\u202d", "\u200b \u200b", "\ue000"]
+    for (const title of invisible) {
       const res = await send({ ...feedback, title })
-      expect(res.body).toEqual({ _tag: "DataValidationError", message: "title: Expected a title containing a non-space character" })
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual({ _tag: "DataValidationError", message: "title: Expected a title containing a visible character" })
     }
+    for (const title of ["\u200bx\u200b", "é", "中", "😀", "e\u0301"]) expect((await send({ ...feedback, title })).status).toBe(200)
+  })
+
+  it("a lone UTF-16 surrogate anywhere is 400, never stored or replaced", async () => {
+    const lone = ["\ud800", "a\udc00b", "x\ud83d"]
+    for (const bad of lone) {
+      for (const field of ["organizationId", "boardId", "title", "content"] as const) {
+        expectInvalid(await send({ ...feedback, title: "Surrogate", [field]: bad }), field)
+      }
+      expectInvalid(await send({ ...feedback, title: "Surrogate", metadata: { k: bad } }), "metadata.k")
+      const key = await send({ ...feedback, title: "Surrogate", metadata: { [bad]: "v" } })
+      expect(key.status).toBe(400)
+      expect(key.body).toEqual({ _tag: "DataValidationError", message: "metadata: Expected keys without lone UTF-16 surrogates" })
+      expectInvalid(await postJson(`${server.api}/suggestions`, { ...suggestions, content: bad }), "content")
+    }
+    expect(await server.db.query((sql) => sql`SELECT id FROM posts WHERE title = 'Surrogate'`)).toEqual([])
+    // A pair is one character, and fine.
+    expect((await send({ ...feedback, title: "Pair \ud83d\ude00", metadata: { "\ud83d\ude00": "\ud83d\ude00" } })).status).toBe(200)
   })
 
   it("a refused request stores nothing", async () => {

@@ -22,8 +22,18 @@ export const RateLimits = {
 /** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */
 const noNul = Schema.makeFilter<string>((s) => !s.includes("\u0000"), { expected: "a string without NUL (U+0000) characters" })
 
+/**
+ * JSON can carry a lone UTF-16 surrogate (`"\ud800"`), which is no character:
+ * PostgreSQL refuses it in jsonb and UTF-8 encoding would silently turn it
+ * into U+FFFD. Refused, never replaced.
+ */
+/** In a `u` regex a pair is one code point, so only an unpaired surrogate is of category Cs. */
+const loneSurrogate = /\p{Cs}/u
+export const isWellFormed = (s: string) => !loneSurrogate.test(s)
+const wellFormed = Schema.makeFilter<string>(isWellFormed, { expected: "a string without lone UTF-16 surrogates" })
+
 /** Every string a client sends. */
-export const RequestString = Schema.String.check(noNul)
+export const RequestString = Schema.String.check(noNul, wellFormed)
 
 const Id = RequestString.check(Schema.isNonEmpty()).annotate({ description: "identifier" })
 
@@ -39,9 +49,17 @@ const maxCodePoints = (n: number) => RequestString.check(Schema.isMaxCodePoints(
 export const Title = maxCodePoints(Limits.title)
 export const Content = maxCodePoints(Limits.content)
 
-/** A feedback title must say something: at least one non-space character. */
+/**
+ * A character that shows: not white space, not a control, format or private
+ * character, not a lone combining mark, not a default-ignorable code point
+ * (zero-width spaces and joiners, U+FEFF, the Hangul fillers…) and not a
+ * blank that only looks like a glyph (U+2800 BRAILLE PATTERN BLANK).
+ */
+export const visibleCharacter = /[^\p{White_Space}\p{Default_Ignorable_Code_Point}\p{C}\p{M}\u2800]/u
+
+/** A feedback title must say something: at least one visible character. */
 export const FeedbackTitle = Title.check(
-  Schema.isPattern(/\S/u, { expected: "a title containing a non-space character" })
+  Schema.isPattern(visibleCharacter, { expected: "a title containing a visible character" })
 )
 
 /**
@@ -55,6 +73,7 @@ export const ClientRecord = <Value extends Schema.Top>(value: Value, maxKeyCodeP
     (record) => {
       for (const key of Object.keys(record)) {
         if (key.includes("\u0000")) return "Expected keys without NUL (U+0000) characters"
+        if (!isWellFormed(key)) return "Expected keys without lone UTF-16 surrogates"
         if (maxKeyCodePoints !== undefined && Array.from(key).length > maxKeyCodePoints) {
           return `Expected keys of at most ${maxKeyCodePoints} code points`
         }
@@ -62,7 +81,7 @@ export const ClientRecord = <Value extends Schema.Top>(value: Value, maxKeyCodeP
       return true
     },
     {
-      expected: "keys without NUL characters" + (maxKeyCodePoints === undefined ? "" : `, of at most ${maxKeyCodePoints} code points`),
+      expected: "keys without NUL characters or lone surrogates" + (maxKeyCodePoints === undefined ? "" : `, of at most ${maxKeyCodePoints} code points`),
       toJsonSchema: () => ({ propertyNames: { type: "string", ...(maxKeyCodePoints === undefined ? {} : { maxLength: maxKeyCodePoints }) } })
     }
   ))
