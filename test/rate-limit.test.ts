@@ -223,3 +223,29 @@ describe("when Redis fails", () => {
     await waitFor200(5_000)
   }, 20_000)
 })
+
+describe("the limits table (issue 11, row 12)", () => {
+  it("has exactly one limit per widget endpoint, and the OpenAPI descriptions quote it", async () => {
+    const { HearkenApi, RateLimits } = await import("@hearken/api")
+    const { OpenApi } = await import("effect/http-api")
+    const spec = OpenApi.fromApi(HearkenApi) as any
+    const widget = Object.entries<Record<string, any>>(spec.paths).filter(([path]) => path.startsWith("/api/widget/v1/"))
+    const identifiers = widget.map(([path]) => path.slice("/api/widget/v1/".length)).sort()
+    expect(Object.keys(RateLimits).sort()).toEqual(identifiers)
+    for (const [path, item] of widget) {
+      const operation = Object.values(item)[0]
+      const endpoint = path.slice("/api/widget/v1/".length) as keyof typeof RateLimits
+      expect(operation.description).toContain(`Rate limit: ${RateLimits[endpoint]} per minute per IP.`)
+    }
+  })
+
+  it("refuses to serve an endpoint it has no limit for, instead of serving it unlimited", async () => {
+    const { Effect, Exit } = await import("effect")
+    const { limitFor } = await import("../packages/server/dist/rate-limit/http.js")
+    expect(await Effect.runPromise(limitFor({ boards: 120 }, "boards"))).toBe(120)
+    const missing = await Effect.runPromiseExit(limitFor({ boards: 120 }, "boardz"))
+    expect(Exit.isFailure(missing) && Exit.hasDies(missing)).toBe(true)
+    const inherited = await Effect.runPromiseExit(limitFor({ boards: 120 }, "toString"))
+    expect(Exit.isFailure(inherited)).toBe(true)
+  })
+})

@@ -15,9 +15,11 @@ import {
   FeedbackRequest,
   Health,
   OrganizationQuery,
+  RateLimits,
   SuggestionMatch,
   SuggestionsRequest,
-  Update
+  Update,
+  type WidgetEndpoint
 } from "./schemas.js"
 import { openApiWebhooks } from "./webhooks.js"
 
@@ -105,6 +107,8 @@ const completeDocument = (spec: Record<string, any>) => {
   return spec
 }
 
+const rateLimitOf = (endpoint: WidgetEndpoint) => `Rate limit: ${RateLimits[endpoint]} per minute per IP.`
+
 export class WidgetGroup extends HttpApiGroup.make("widget")
   .add(
     HttpApiEndpoint.post("suggestions", "/suggestions", {
@@ -112,7 +116,7 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
       success: Schema.Array(SuggestionMatch).check(Schema.isMaxLength(5))
     }).annotateMerge(OpenApi.annotations({
       summary: "Suggest similar public posts for a draft",
-      description: "Up to five public posts of the board similar to the draft. Rate limit: 5 per minute per IP."
+      description: `Up to five public posts of the board similar to the draft. ${rateLimitOf("suggestions")}`
     })),
     HttpApiEndpoint.post("feedback", "/feedback", {
       payload: FeedbackRequest,
@@ -120,21 +124,21 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
       error: [NotFoundError, UnauthorizedError]
     }).annotateMerge(OpenApi.annotations({
       summary: "Create a feedback post on a public board",
-      description: "Rate limit: 20 per minute per IP."
+      description: rateLimitOf("feedback")
     })),
     HttpApiEndpoint.get("boards", "/boards", {
       query: OrganizationQuery,
       success: Schema.Array(Board)
     }).annotateMerge(OpenApi.annotations({
       summary: "List the organization's public boards",
-      description: `Ordered by createdAt, then id. Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. Rate limit: 120 per minute per IP.`
+      description: `Ordered by createdAt, then id. Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. ${rateLimitOf("boards")}`
     })),
     HttpApiEndpoint.get("updates", "/updates", {
       query: OrganizationQuery,
       success: Schema.Array(Update)
     }).annotateMerge(OpenApi.annotations({
       summary: "List published changelog entries, newest first",
-      description: `Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. Rate limit: 120 per minute per IP.`
+      description: `Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. ${rateLimitOf("updates")}`
     }))
   )
   .prefix(widgetPrefix)
@@ -142,6 +146,13 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
   .middleware(RateLimit)
   .annotateMerge(OpenApi.annotations({ title: "Widget", description: "Public widget API, scoped by organization" }))
 {}
+
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+/** Compiles only while `RateLimits` has exactly one entry per widget endpoint (issue 11, row 12). */
+export const rateLimitsCoverTheWidget: Same<
+  HttpApiEndpoint.Identifier<HttpApiGroup.Endpoints<typeof WidgetGroup>>,
+  WidgetEndpoint
+> = true
 
 export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
   .add(

@@ -11,13 +11,20 @@ export const Limits = {
   suggestions: 5
 } as const
 
-/** Requests per minute per client IP, by endpoint (spec §8). */
-export const RateLimits = {
+/**
+ * The widget endpoints by identifier. `Api.ts` checks, at compile time, that
+ * they are exactly the widget group's: an endpoint added or renamed without
+ * its limit does not compile.
+ */
+export type WidgetEndpoint = "suggestions" | "feedback" | "boards" | "updates"
+
+/** Requests per minute per client IP, by endpoint (spec §8); the OpenAPI descriptions quote it. */
+export const RateLimits: { readonly [Endpoint in WidgetEndpoint]: number } = {
   boards: 120,
   updates: 120,
   feedback: 20,
   suggestions: 5
-} as const
+}
 
 /** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */
 const noNul = Schema.makeFilter<string>((s) => !s.includes("\u0000"), { expected: "a string without NUL (U+0000) characters" })

@@ -20,6 +20,16 @@ const headersOf = (limit: number, decision: Decision): Record<string, string> =>
 const setHeaders = (headers: Record<string, string>) =>
   HttpEffect.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
 
+/**
+ * An endpoint's limit, scaled. `RateLimits` is typed by the widget's endpoints,
+ * so a missing entry does not compile; should one be missing anyway, the
+ * request fails (a defect, answered 500) instead of going unlimited.
+ */
+export const limitFor = (limits: Readonly<Record<string, number>>, endpoint: string): Effect.Effect<number> => {
+  const limit = Object.hasOwn(limits, endpoint) ? limits[endpoint] : undefined
+  return limit === undefined ? Effect.die(new Error(`No rate limit for endpoint ${endpoint}`)) : Effect.succeed(limit)
+}
+
 const unavailable = new RateLimitUnavailableError({ message: "Rate limiting is temporarily unavailable; retry shortly" })
 
 /**
@@ -36,8 +46,7 @@ export const layer = Layer.effect(
     )
     return (httpEffect, { endpoint }) =>
       Effect.gen(function*() {
-        const limit = limits[endpoint.identifier]
-        if (limit === undefined) return yield* httpEffect
+        const limit = yield* limitFor(limits, endpoint.identifier)
         const request = yield* HttpServerRequest.HttpServerRequest
         const address = clientAddress(
           request.peerAddress._tag === "Some" ? request.peerAddress.value : undefined,
