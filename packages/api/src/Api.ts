@@ -14,6 +14,8 @@ import {
   CreatedPost,
   FeedbackRequest,
   Health,
+  IdempotencyKey,
+  idempotencyKeyPattern,
   OrganizationQuery,
   RateLimits,
   SuggestionMatch,
@@ -76,6 +78,21 @@ const documentConditional = (operation: Record<string, any>) => {
 }
 
 /**
+ * `Idempotency-Key` on `POST /feedback`. It is read by the handler rather than
+ * declared on the endpoint: a declared header would make every typed-client
+ * call pass `headers`, breaking the widget's calls for an optional feature.
+ */
+const documentIdempotency = (operation: Record<string, any>) => {
+  operation["parameters"] = [...(operation["parameters"] ?? []), {
+    name: "Idempotency-Key",
+    in: "header",
+    required: false,
+    description: IdempotencyKey.ast.annotations?.["description"],
+    schema: { type: "string", minLength: 1, maxLength: 255, pattern: idempotencyKeyPattern.source }
+  }]
+}
+
+/**
  * What the generated document cannot know: the rate-limit headers that
  * `RateLimit` puts on every widget response, that request bodies may carry
  * unknown fields (they are ignored, CONTRACT §4), which Effect would render as
@@ -91,6 +108,7 @@ const completeDocument = (spec: Record<string, any>) => {
   for (const [path, item] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     if (!path.startsWith(widgetPrefix)) continue
     if (path === `${widgetPrefix}/boards` || path === `${widgetPrefix}/updates`) documentConditional(item["get"])
+    if (path === `${widgetPrefix}/feedback`) documentIdempotency(item["post"])
     for (const operation of Object.values<Record<string, any>>(item)) {
       for (const [status, response] of Object.entries<Record<string, any>>(operation["responses"] ?? {})) {
         response["headers"] = {

@@ -156,4 +156,14 @@ export const FeedbackRequest = Schema.Struct({
 }).annotate({ identifier: "FeedbackRequest" })
 export type FeedbackRequest = typeof FeedbackRequest.Type
 
+/** `Idempotency-Key` (CONTRACT §4): 1 to 255 visible ASCII characters. */
+export const idempotencyKeyPattern = /^[\x21-\x7e]{1,255}$/
+export const IdempotencyKey = Schema.String.check(
+  Schema.isPattern(idempotencyKeyPattern, { expected: "1 to 255 visible ASCII characters" })
+).annotate({
+  description: "Makes retries safe: a repeat with the same key and the same body, within 24 hours and from any " +
+    "address, answers the first response and creates nothing; the same key with another body is 400. " +
+    "Scoped by organizationId. Only a created post is remembered: a failed request leaves the key free."
+})
+
 export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotate({ identifier: "Health" })

@@ -14,6 +14,7 @@ import { Embeddings } from "./embeddings/Embeddings.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
 import { Importer } from "./fixtures/Importer.js"
+import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
 import { importConfiguredSeed } from "./fixtures/startup.js"
 import * as Health from "./health/Health.js"
 import * as Edge from "./http/Edge.js"
@@ -33,7 +34,9 @@ import { WebhookWorker } from "./webhooks/WebhookWorker.js"
 /** Every service, built once at start-up. */
 const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, PublicAnswers.layer, Importer.layer).pipe(
   Layer.provideMerge(Updates.layer),
-  Layer.provideMerge(Layer.mergeAll(Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layer, WebhookRepo.layer)),
+  Layer.provideMerge(Layer.mergeAll(
+    Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layer, WebhookRepo.layer, IdempotencyKeys.layer
+  )),
   Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingRepo.layer, EmbeddingSignal.layer))
 )
 

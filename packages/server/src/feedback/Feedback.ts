@@ -6,12 +6,13 @@ import {
   NotFoundError,
   UnauthorizedError
 } from "@hearken/api"
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { Boards } from "../boards/Boards.js"
 import { EmbeddingSignal } from "../embeddings/Embedder.js"
 import { Sanitizer, truncate } from "../content/Sanitizer.js"
+import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.js"
 import { Contacts } from "../identity/Contacts.js"
 import { IdentityTokens } from "../identity/IdentityTokens.js"
 import { WebhookOutbox } from "../webhooks/Outbox.js"
@@ -21,8 +22,27 @@ export const excerptLength = 280
 
 export type FeedbackError = DataValidationError | NotFoundError | UnauthorizedError | InternalServerError
 
+/**
+ * What makes two requests "the same body" for `Idempotency-Key`: the decoded
+ * request (unknown fields are ignored, as they are everywhere; metadata in key
+ * order), hashed.
+ */
+export const requestHash = (request: FeedbackRequest) =>
+  createHash("sha256").update(JSON.stringify([
+    request.organizationId,
+    request.boardId,
+    request.title,
+    request.content,
+    Object.entries(request.metadata ?? {}).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0),
+    request.token ?? null
+  ])).digest("base64url")
+
+const encodeCreated = Schema.encodeSync(CreatedPost)
+const decodeCreated = Schema.decodeUnknownSync(CreatedPost)
+
 export class Feedback extends Context.Service<Feedback, {
-  readonly create: (request: FeedbackRequest) => Effect.Effect<CreatedPost, FeedbackError>
+  /** Creates the post; with an `Idempotency-Key`, at most once per key and organization (CONTRACT §4). */
+  readonly create: (request: FeedbackRequest, idempotencyKey?: string | undefined) => Effect.Effect<CreatedPost, FeedbackError>
 }>()("hearken/Feedback") {
   static readonly layer = Layer.effect(
     Feedback,
@@ -35,8 +55,9 @@ export class Feedback extends Context.Service<Feedback, {
       const contacts = yield* Contacts
       const outbox = yield* WebhookOutbox
       const embedding = yield* EmbeddingSignal
+      const keys = yield* IdempotencyKeys
 
-      const create = Effect.fn("Feedback.create")(function*(request: FeedbackRequest) {
+      const createPost = Effect.fn("Feedback.createPost")(function*(request: FeedbackRequest) {
         const board = yield* boards.find(request.organizationId, request.boardId)
         if (Option.isNone(board)) {
           return yield* new NotFoundError({ message: "boardId: no such board in this organization" })
@@ -97,7 +118,33 @@ export class Feedback extends Context.Service<Feedback, {
         })
       })
 
-      return Feedback.of({ create })
+      /**
+       * One transaction holds the key's lock while the post is created, so a
+       * concurrent request with the key waits and then finds the answer; a
+       * failure rolls back and remembers nothing.
+       */
+      const createOnce = Effect.fn("Feedback.createOnce")(function*(request: FeedbackRequest, key: string) {
+        const hash = requestHash(request)
+        const nowMs = yield* Clock.currentTimeMillis
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* keys.lock(request.organizationId, key)
+          const first = yield* keys.find(request.organizationId, key, nowMs)
+          if (first !== undefined) {
+            if (first.requestHash !== hash) {
+              return yield* new DataValidationError({ message: "Idempotency-Key: already used with a different request body" })
+            }
+            return decodeCreated(first.response)
+          }
+          const post = yield* createPost(request)
+          yield* keys.remember(request.organizationId, key, hash, encodeCreated(post), nowMs)
+          return post
+        })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
+      })
+
+      return Feedback.of({
+        create: (request, idempotencyKey) =>
+          idempotencyKey === undefined ? createPost(request) : createOnce(request, idempotencyKey)
+      })
     })
   )
 }

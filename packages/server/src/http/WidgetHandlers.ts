@@ -1,4 +1,4 @@
-import { HearkenApi } from "@hearken/api"
+import { DataValidationError, HearkenApi, idempotencyKeyPattern } from "@hearken/api"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -7,6 +7,14 @@ import { Feedback } from "../feedback/Feedback.js"
 import { Suggestions } from "../suggestions/Suggestions.js"
 
 const ifNoneMatch = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers["if-none-match"])
+
+/** `Idempotency-Key` (CONTRACT §4), checked here: the endpoint does not declare it (see `Api.ts`). */
+const idempotencyKey = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  const key = request.headers["idempotency-key"]
+  return key === undefined || idempotencyKeyPattern.test(key)
+    ? Effect.succeed(key)
+    : Effect.fail(new DataValidationError({ message: "Idempotency-Key: Expected 1 to 255 visible ASCII characters" }))
+})
 
 export const layer = HttpApiBuilder.group(
   HearkenApi,
@@ -18,7 +26,7 @@ export const layer = HttpApiBuilder.group(
     return handlers.handleAll({
       boards: ({ query }) => Effect.flatMap(ifNoneMatch, (tag) => answers.boards(query.organizationId, tag)),
       updates: ({ query }) => Effect.flatMap(ifNoneMatch, (tag) => answers.updates(query.organizationId, tag)),
-      feedback: ({ payload }) => feedback.create(payload),
+      feedback: ({ payload }) => Effect.flatMap(idempotencyKey, (key) => feedback.create(payload, key)),
       suggestions: ({ payload }) => suggestions.suggest(payload)
     })
   })

@@ -7,6 +7,7 @@ import embeddings from "./0005_embeddings.js"
 import versions from "./0006_versions.js"
 import slugCounters from "./0007_slug_counters.js"
 import updateHtml from "./0008_update_html.js"
+import idempotencyKeys from "./0009_idempotency_keys.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -17,5 +18,6 @@ export const loader = Migrator.fromRecord({
   "0005_embeddings": embeddings,
   "0006_versions": versions,
   "0007_slug_counters": slugCounters,
-  "0008_update_html": updateHtml
+  "0008_update_html": updateHtml,
+  "0009_idempotency_keys": idempotencyKeys
 })
