@@ -101,9 +101,13 @@ export const IdentityToken = maxCodePoints(Limits.token).annotate({
   description: "HS256 identity JWT signed with the organization's secret"
 })
 
+/** Text a client must escape, never insert as HTML (issue 11: integrators' guidance). */
+const PlainText = (what: string) =>
+  Schema.String.annotate({ description: `${what}: plain text, not HTML. Escape it when you render it; never insert it as HTML.` })
+
 export class Board extends Schema.Class<Board>("Board")({
   id: Schema.String,
-  name: Schema.String,
+  name: PlainText("The board's name"),
   slug: Schema.String,
   organizationId: Schema.String,
   createdAt: Timestamp,
@@ -112,15 +116,15 @@ export class Board extends Schema.Class<Board>("Board")({
 
 export class SuggestionMatch extends Schema.Class<SuggestionMatch>("SuggestionMatch")({
   id: Schema.String,
-  title: Schema.String,
-  excerpt: Schema.String,
+  title: PlainText("The post's title"),
+  excerpt: PlainText("The start of the post's text"),
   slug: Schema.String
 }) {}
 
 export class CreatedPost extends Schema.Class<CreatedPost>("CreatedPost")({
   id: Schema.String,
   slug: Schema.String,
-  title: Schema.String,
+  title: PlainText("The title as submitted"),
   boardId: Schema.String,
   organizationId: Schema.String,
   createdAt: Timestamp
@@ -128,10 +132,13 @@ export class CreatedPost extends Schema.Class<CreatedPost>("CreatedPost")({
 
 export class Update extends Schema.Class<Update>("Update")({
   id: Schema.String,
-  title: Schema.String,
+  title: PlainText("The entry's title"),
   slug: Schema.String,
-  content: Schema.String.annotate({ description: "sanitized HTML, safe to render directly" }),
-  excerpt: Schema.String.annotate({ description: "plain-text excerpt" }),
+  content: Schema.String.annotate({
+    description: "HTML, sanitized by the server (CONTRACT §6 allow-list: formatting, lists, links with safe rel, " +
+      "http(s) images): the only field of any answer meant to be rendered as HTML."
+  }),
+  excerpt: PlainText("A plain-text excerpt"),
   imageUrl: Schema.NullOr(Schema.String),
   publishedAt: Timestamp
 }) {}
