@@ -64,7 +64,7 @@ describe("GET /docs/openapi.json", () => {
     // /health takes no input and turns every failure into 503.
     expect(Object.keys(doc.paths["/health"].get.responses).sort()).toEqual(["200", "503"])
     const internal = schemaOf(doc, doc.paths["/health"].get.responses["503"].content["application/json"].schema)
-    expect(internal.properties._tag.enum ?? [internal.properties._tag.const]).toEqual(["ServiceUnavailableError"])
+    expect(internal.properties._tag.enum ?? [internal.properties._tag.const]).toEqual(["InternalServerError"])
   })
 })
 

@@ -44,7 +44,7 @@ describe("error edges", () => {
     expect((await getJson(`${server.api}/boards?organizationId=org_acme`)).status).toBe(200)
   })
 
-  it("answers a client that never finishes its headers with 408 after about 10 s", async () => {
+  it("answers a client that never finishes its headers with a JSON 408 after about 10 s", async () => {
     const { port } = new URL(server.origin)
     const started = performance.now()
     const reply = await new Promise<string>((resolve, reject) => {
@@ -56,14 +56,20 @@ describe("error edges", () => {
     })
     const seconds = (performance.now() - started) / 1000
     expect(reply.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout")
+    expect(reply).toMatch(/\r\ncontent-type: application\/json\r\n/i)
+    expect(JSON.parse(reply.slice(reply.indexOf("\r\n\r\n") + 4))).toEqual({
+      _tag: "DataValidationError",
+      message: "request: not received in time"
+    })
     expect(seconds).toBeGreaterThan(9)
     expect(seconds).toBeLessThan(15)
   }, 20_000)
 
-  it("answers /health with 503 once the database is gone", async () => {
+  it("answers /health with 503 and the spec's InternalServerError tag once the database is gone", async () => {
     await server.db.drop()
     const res = await getJson(`${server.origin}/health`)
     expect(res.status).toBe(503)
-    expect(res.body).toEqual({ _tag: "ServiceUnavailableError", message: "database unreachable" })
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/)
+    expect(res.body).toEqual({ _tag: "InternalServerError", message: "database unreachable" })
   })
 })

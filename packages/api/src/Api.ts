@@ -1,12 +1,11 @@
 import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, OpenApi } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
   DataValidationError,
   InternalServerError,
   NotFoundError,
   RateLimitExceededError,
   RateLimitUnavailableError,
-  ServiceUnavailableError,
   UnauthorizedError
 } from "./errors.js"
 import {
@@ -172,11 +171,18 @@ export const rateLimitsCoverTheWidget: Same<
   WidgetEndpoint
 > = true
 
+/**
+ * `GET /health` when the database is unreachable: status 503, as CONTRACT §1
+ * says, with the spec's `InternalServerError` body (spec §7 has no tag of its
+ * own for it).
+ */
+const DatabaseUnavailable = InternalServerError.pipe(HttpApiSchema.status(503))
+
 export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
   .add(
     HttpApiEndpoint.get("health", "/health", {
       success: Health,
-      error: ServiceUnavailableError
+      error: DatabaseUnavailable
     }).annotateMerge(OpenApi.annotations({
       summary: "Liveness and database reachability",
       description: "200 when the database answers, 503 otherwise. Does not depend on Redis."

@@ -41,10 +41,3 @@ export class RateLimitUnavailableError extends Schema.TaggedError<RateLimitUnava
   { message: Schema.optionalKey(Schema.String) },
   { httpApiStatus: 503 }
 ) {}
-
-/** 503 on `GET /health`: the database cannot be reached. */
-export class ServiceUnavailableError extends Schema.TaggedError<ServiceUnavailableError>()(
-  "ServiceUnavailableError",
-  { message: Schema.optionalKey(Schema.String) },
-  { httpApiStatus: 503 }
-) {}

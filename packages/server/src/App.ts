@@ -18,6 +18,7 @@ import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
 import { importConfiguredSeed } from "./fixtures/startup.js"
 import * as Health from "./health/Health.js"
 import * as Edge from "./http/Edge.js"
+import * as NodeErrors from "./http/NodeErrors.js"
 import * as RequestErrors from "./http/RequestErrors.js"
 import * as WidgetHandlers from "./http/WidgetHandlers.js"
 import { Contacts } from "./identity/Contacts.js"
@@ -60,22 +61,48 @@ const Docs = HttpApiScalar.layer(HearkenApi, {
   })).layer
 ))
 
-const Routes = Layer.mergeAll(Api, Docs, Edge.cors, Edge.fallback, Edge.requestLog)
+const Routes = Layer.mergeAll(Api, Docs, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog)
 
+/**
+ * The listening socket. Node's own refusals (parse errors, oversized headers,
+ * timeouts, `Expect`) answer with JSON bodies, and a request that finds no
+ * handler attached gets a JSON 503 (`http/NodeErrors.ts`).
+ */
 const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
   // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s.
-  return NodeHttpServer.layer(() => createServer({
-    keepAliveTimeout: 5_000,
-    headersTimeout: 10_000,
-    requestTimeout: 30_000,
-    connectionsCheckingInterval: 2_000
-  }), {
+  return NodeHttpServer.layerServer(() =>
+    NodeErrors.install(createServer({
+      keepAliveTimeout: 5_000,
+      headersTimeout: 10_000,
+      requestTimeout: 30_000,
+      connectionsCheckingInterval: 2_000,
+      // Node would refuse a missing Host with an empty body; `Edge.hostRequired` refuses it in JSON.
+      requireHostHeader: false
+    })), {
     port: config.port,
     host: config.host,
     gracefulShutdownTimeout: "10 seconds"
   })
 }))
+
+/**
+ * The routes, the router and the platform services they need, built before
+ * `HttpServerLive` so the port opens only once every route is in place (the
+ * rate limiter's Redis connection used to leave a connection accepted with no
+ * handler, never answered). `HttpRouter.serve` then finds both layers already
+ * built (layers are memoized). The few milliseconds left between listening
+ * and attaching the handler are covered by `NodeErrors`' JSON 503.
+ */
+const RoutesReady = Layer.provideMerge(Routes, HttpRouter.layer).pipe(
+  Layer.provideMerge(NodeHttpServer.layerHttpServices)
+)
+
+/** HTTP on `PORT`, opened last. */
+const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+  Layer.provideMerge(HttpServerLive),
+  Layer.provideMerge(RoutesReady)
+)
 
 const LogLevelLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
@@ -96,7 +123,7 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
  * worker. Needs `ServerConfig`.
  */
 export const App = Layer.mergeAll(
-  HttpRouter.serve(Routes, { disableLogger: true }).pipe(Layer.provideMerge(HttpServerLive)),
+  Http,
   WebhookWorker.layer,
   Suggestions.layerBackfill,
   Embedder.layer

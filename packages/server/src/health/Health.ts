@@ -1,9 +1,10 @@
-import { HearkenApi, ServiceUnavailableError } from "@hearken/api"
+import { HearkenApi, InternalServerError } from "@hearken/api"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 
-const unavailable = new ServiceUnavailableError({ message: "database unreachable" })
+/** Answered with status 503 (`DatabaseUnavailable` in the API); the tag is the spec's. */
+const unavailable = new InternalServerError({ message: "database unreachable" })
 
 /** `GET /health`: the database answers a trivial query within two seconds. Redis plays no part. */
 export const layer = HttpApiBuilder.group(

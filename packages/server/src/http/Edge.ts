@@ -1,5 +1,5 @@
 import { Cause, Effect, Layer, Option, References } from "effect"
-import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 
 const notFound = HttpServerResponse.jsonUnsafe({ _tag: "NotFoundError" }, { status: 404 })
@@ -18,6 +18,25 @@ export const fallback = HttpRouter.middleware((httpEffect) =>
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
     if (isRouteNotFound(cause)) return Effect.succeed(notFound)
     return Effect.logError("Unhandled failure outside the API", cause).pipe(Effect.as(internal))
+  }), { global: true })
+
+const hostMissing = HttpServerResponse.jsonUnsafe(
+  { _tag: "DataValidationError", message: "Host: required" },
+  { status: 400, headers: { connection: "close" } }
+)
+
+/**
+ * RFC 9112 §3.2: an HTTP/1.1 request without `Host` is a 400. Node's own check
+ * (`requireHostHeader`) answers it with an empty body, so App.ts turns that off
+ * and the check is made here, on the raw request exactly as Node makes it.
+ * HTTP/1.0 needs no `Host` (load-balancer probes often send none).
+ */
+export const hostRequired = HttpRouter.middleware((httpEffect) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const source = request.source as { readonly httpVersion?: string; readonly headers?: { readonly host?: string } }
+    if (source.httpVersion === "1.1" && source.headers?.host === undefined) return hostMissing
+    return yield* httpEffect
   }), { global: true })
 
 /**

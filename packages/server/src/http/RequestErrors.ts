@@ -19,10 +19,44 @@ const fromSchemaError = (error: HttpApiError.HttpApiSchemaError) => {
   })
 }
 
-const isJson = (contentType: string) => {
-  const mediaType = contentType.split(";")[0]!.trim().toLowerCase()
-  return mediaType === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(mediaType)
+/**
+ * `application/json`, with no parameter but an optional `charset=utf-8`
+ * (case-insensitive, spaces allowed, quoted or not); anything else, `+json`
+ * types included, is refused. A missing type is refused too: it is what a
+ * cross-site `fetch` of an untyped Blob sends, with no CORS preflight, and
+ * `application/json` is the one type a browser never sends cross-site without
+ * the preflight that `cors` answers.
+ */
+const mustBeJson = new DataValidationError({ message: "Content-Type: must be application/json" })
+const mustBeUtf8 = new DataValidationError({ message: "Content-Type: charset must be utf-8" })
+
+const contentTypeError = (header: string | undefined): DataValidationError | undefined => {
+  if (header === undefined) return mustBeJson
+  const [mediaType = "", ...parameters] = header.split(";").map((part) => part.trim())
+  if (mediaType.toLowerCase() !== "application/json") return mustBeJson
+  for (const parameter of parameters) {
+    if (parameter === "") continue
+    const equals = parameter.indexOf("=")
+    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== "charset") return mustBeJson
+    const value = parameter.slice(equals + 1).trim().replace(/^"(.*)"$/, "$1")
+    if (value.toLowerCase() !== "utf-8") return mustBeUtf8
+  }
+  return undefined
 }
+
+/**
+ * Compressed bodies are not supported: bodies are small JSON, and a
+ * decompression bomb would slip past the 1 MiB limit, which counts wire bytes.
+ */
+const contentEncodingError = (contentEncoding: string | undefined): DataValidationError | undefined =>
+  contentEncoding === undefined || contentEncoding.trim().toLowerCase() === "identity"
+    ? undefined
+    : new DataValidationError({ message: "Content-Encoding: must be identity (compressed bodies are not supported)" })
+
+/** Fatal: a byte sequence that is not UTF-8 is refused, never turned into U+FFFD. */
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+const notUtf8 = new DataValidationError({ message: "body: not valid UTF-8" })
+const unreadable = new DataValidationError({ message: "body: could not be read" })
 
 const isMaxBytes = (defect: unknown): boolean => {
   for (let current = defect, depth = 0; current !== null && typeof current === "object" && depth < 8; depth++) {
@@ -36,27 +70,40 @@ const tooLarge = new DataValidationError({ message: `body: larger than ${maxBody
 const internal = new InternalServerError({ message: "Internal server error" })
 
 /**
- * Every endpoint's edge: refuses bodies that are not JSON or exceed 1 MiB,
- * renders decoding failures as `DataValidationError` naming the field, and
- * turns any unexpected failure into a logged `InternalServerError` that
- * carries no stack, SQL or secret.
+ * Every endpoint's edge: refuses bodies that are not UTF-8 JSON, compressed
+ * or over 1 MiB, renders decoding failures as `DataValidationError` naming
+ * the field, and turns any unexpected failure into a logged
+ * `InternalServerError` that carries no stack, SQL or secret.
  */
 export const layer = Layer.succeed(RequestErrors, (httpEffect) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (request.method === "POST") {
-      const contentType = request.headers["content-type"]
-      if (contentType !== undefined && !isJson(contentType)) {
-        return yield* new DataValidationError({ message: "Content-Type: must be application/json" })
-      }
+      const refused = contentTypeError(request.headers["content-type"]) ??
+        contentEncodingError(request.headers["content-encoding"])
+      if (refused !== undefined) return yield* refused
       const length = Number(request.headers["content-length"])
       if (length > maxBodyBytes) return yield* tooLarge
+      // Read (and cached) here so it can be checked as UTF-8: the payload decoder's own decoding replaces bad bytes silently.
+      const body = yield* request.arrayBuffer.pipe(
+        Effect.mapError((error) => error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge" ? tooLarge : unreadable)
+      )
+      if (!isUtf8(body)) return yield* notUtf8
     }
     return yield* httpEffect
   }).pipe(
     Effect.provideService(HttpServerRequest.MaxBodySize, ByteSize.bytes(maxBodyBytes)),
     Effect.catchCause((cause) => toEdgeFailure(cause))
   ))
+
+const isUtf8 = (body: ArrayBuffer) => {
+  try {
+    utf8.decode(body)
+    return true
+  } catch {
+    return false
+  }
+}
 
 const toEdgeFailure = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | DataValidationError | InternalServerError> => {
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)

@@ -1,0 +1,112 @@
+import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
+
+/**
+ * What Node's HTTP layer answers by itself, before any Effect handler runs,
+ * answered with the same JSON error bodies as the rest of the API. Node's own
+ * answers have empty bodies, which a client cannot tell from a broken proxy.
+ *
+ * The status stays Node's (400, 408, 413, 431, 417): it is the accurate one
+ * and what proxies and clients expect. The `_tag` is the closest spec tag:
+ * `DataValidationError` for anything the client sent wrong, and
+ * `InternalServerError` (503) when no handler is attached yet or any more.
+ */
+const json = (tag: string, message: string) => JSON.stringify({ _tag: tag, message })
+
+/** Node's parser error codes that are worth naming; anything else is a malformed request. */
+const parserErrors: Record<string, { readonly status: number; readonly message: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, message: "headers: larger than 16 KiB" },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { status: 413, message: "body: chunk extensions too large" },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, message: "request: not received in time" },
+  HPE_INVALID_CONTENT_LENGTH: { status: 400, message: "Content-Length: invalid" },
+  HPE_UNEXPECTED_CONTENT_LENGTH: { status: 400, message: "Content-Length: not allowed with Transfer-Encoding" },
+  HPE_INVALID_TRANSFER_ENCODING: { status: 400, message: "Transfer-Encoding: invalid" },
+  HPE_INVALID_CHUNK_SIZE: { status: 400, message: "body: malformed chunked encoding" },
+  HPE_INVALID_METHOD: { status: 400, message: "request line: invalid method" },
+  HPE_INVALID_URL: { status: 400, message: "request line: invalid target" },
+  HPE_INVALID_VERSION: { status: 400, message: "request line: invalid HTTP version" },
+  HPE_INVALID_HEADER_TOKEN: { status: 400, message: "headers: malformed header" }
+}
+const malformed = { status: 400, message: "request: malformed HTTP" }
+
+const rawResponse = (status: number, body: string) => {
+  const bytes = Buffer.from(body)
+  return Buffer.concat([
+    Buffer.from(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        "Content-Type: application/json\r\n" +
+        `Content-Length: ${bytes.length}\r\n` +
+        "Connection: close\r\n\r\n",
+      "latin1"
+    ),
+    bytes
+  ])
+}
+
+/** How long a socket stays open after an error answer, so the client reads it before the close. */
+const lingerMs = 2_000
+
+/**
+ * `clientError`: a parse error, a header block over `maxHeaderSize`, or a
+ * request or header timeout. There is no response object, so the answer is
+ * written to the socket by hand, with Node's own care: nothing is written to
+ * a socket that is reset or no longer writable, or that already carries the
+ * headers of a response (a second status line would corrupt it).
+ */
+const onClientError = (answered: WeakSet<Duplex>) => (error: NodeJS.ErrnoException, socket: Duplex) => {
+  // Node reports the same error again for every chunk that arrives after it: answer once.
+  if (answered.has(socket)) return
+  answered.add(socket)
+  // Node's private handle on the response in flight; no public API exposes it.
+  const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage
+  if (error.code === "ECONNRESET" || error.code === "EPIPE" || !socket.writable || inFlight?.headersSent === true) {
+    socket.destroy()
+    return
+  }
+  const { message, status } = parserErrors[error.code ?? ""] ?? malformed
+  // `end` rather than Node's write-then-destroy: a close with unread request bytes (the rest of an
+  // oversized header) sends a reset that makes the client drop the answer before reading it.
+  socket.end(rawResponse(status, json("DataValidationError", message)))
+  const linger = setTimeout(() => socket.destroy(), lingerMs).unref()
+  socket.once("close", () => clearTimeout(linger))
+}
+
+/**
+ * `checkExpectation`: an `Expect` other than `100-continue`, which Node would
+ * refuse with an empty 417. The body is unread, so the connection closes.
+ */
+const onCheckExpectation = (_request: IncomingMessage, response: ServerResponse) => {
+  const body = json("DataValidationError", "Expect: only 100-continue is supported")
+  response.writeHead(417, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    connection: "close"
+  })
+  response.end(body)
+}
+
+/**
+ * The first `request` listener. The Effect handler is attached once the
+ * routes are built and detached at shutdown; a request that finds no other
+ * listener would never be answered, so this one answers it with a 503 the
+ * client may retry. With the handler attached it does nothing.
+ */
+const notServing = (server: Server) => (_request: IncomingMessage, response: ServerResponse) => {
+  if (server.listenerCount("request") > 1 || response.headersSent) return
+  const body = json("InternalServerError", server.listening ? "starting up; retry shortly" : "shutting down; retry shortly")
+  response.writeHead(503, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "retry-after": "1",
+    connection: "close"
+  })
+  response.end(body)
+}
+
+/** Installs the JSON answers on a fresh `node:http` server, before it listens. */
+export const install = <S extends Server>(server: S): S => {
+  server.on("clientError", onClientError(new WeakSet()))
+  server.on("checkExpectation", onCheckExpectation)
+  server.prependListener("request", notServing(server))
+  return server
+}
