@@ -47,8 +47,7 @@ export const startProcess = async (script: "main.js" | "worker.js" | (string & {
   })
   const origin = `http://127.0.0.1:${port}`
   if (script !== "worker.js") {
-    // Each probe gives up after a second: the server listens before its routes are in place, and a
-    // request accepted in between is never answered (the fetch would wait 300 s for its headers).
+    // Each probe gives up after a second, so that a process that never answers cannot stall the bench.
     const probe = () =>
       fetch(`${origin}/health`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.arrayBuffer().then(() => r.status), () => 0)
     for (let i = 0; (await probe()) !== 200; i++) {
