@@ -16,6 +16,8 @@ export interface ServerConfigShape {
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   /** A directory, or `memory`. */
   readonly pgliteDir: string
+  /** Longest a statement may run on PostgreSQL before it is cancelled (not enforced by PGlite). */
+  readonly databaseStatementTimeoutMs: number
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly seedFile: Option.Option<string>
   readonly publicUrl: URL
@@ -34,6 +36,8 @@ export interface ServerConfigShape {
   /** A post whose embedding failed n times is tried again `base × 2^(n−1)` later, at most an hour. */
   readonly embeddingsRetryBaseMs: number
   readonly suggestionsMaxDistance: number
+  /** Longest a suggestion's statements may run (at most `databaseStatementTimeoutMs`). */
+  readonly suggestionsStatementTimeoutMs: number
   readonly webhookMaxAttempts: number
   readonly webhookRetryBaseMs: number
   readonly webhookTimeoutMs: number
@@ -132,6 +136,12 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
         true
       ),
       pgliteDir: yield* variable("PGLITE_DIR", anyString, "a directory or `memory`", ".data/pglite"),
+      databaseStatementTimeoutMs: yield* variable(
+        "DATABASE_STATEMENT_TIMEOUT_MS",
+        integer(1, 3_600_000),
+        "a number of milliseconds between 1 and 3600000",
+        5000
+      ),
       redisUrl: yield* optionalVariable("REDIS_URL", secretUrl(["redis:", "rediss:"]), "a redis:// or rediss:// URL", true),
       seedFile: yield* optionalVariable("SEED_FILE", anyString, "a file path"),
       publicUrl: yield* variable("PUBLIC_URL", url(["http:", "https:"]), "an http(s) URL", new URL(`http://localhost:${port}`)),
@@ -148,6 +158,12 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
       embeddingsBackfillTimeoutMs: yield* variable("EMBEDDINGS_BACKFILL_TIMEOUT_MS", integer(1, 3_600_000), "a number of milliseconds", 120_000),
       embeddingsRetryBaseMs: yield* variable("EMBEDDINGS_RETRY_BASE_MS", integer(1, 3_600_000), "a number of milliseconds", 10_000),
       suggestionsMaxDistance: yield* variable("SUGGESTIONS_MAX_DISTANCE", decimal(0, 2), "a number between 0 and 2", 0.6),
+      suggestionsStatementTimeoutMs: yield* variable(
+        "SUGGESTIONS_STATEMENT_TIMEOUT_MS",
+        integer(1, 3_600_000),
+        "a number of milliseconds between 1 and 3600000",
+        1000
+      ),
       webhookMaxAttempts: yield* variable("WEBHOOK_MAX_ATTEMPTS", integer(1, 100), "an integer between 1 and 100", 8),
       webhookRetryBaseMs: yield* variable("WEBHOOK_RETRY_BASE_MS", integer(1, 86_400_000), "a number of milliseconds", 5000),
       webhookTimeoutMs: yield* variable("WEBHOOK_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 10_000),

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { createHash } from "node:crypto"
+import { unboundedStatement } from "../sql/Database.js"
 import type { Model, Vector } from "./Embeddings.js"
 
 /** A post leased for embedding: its text as it is now, and the hash that will say so. */
@@ -130,7 +131,9 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         if (existing?.building === true) return true
         if (existing !== undefined) yield* sql.unsafe(`DROP INDEX IF EXISTS ${name}`)
         const m = modelSql(model)
-        yield* sql.unsafe(
+        // Past the statement timeout: a build takes as long as the table is big.
+        yield* unboundedStatement(
+          sql,
           `CREATE INDEX ${options.concurrently ? "CONCURRENTLY " : ""}IF NOT EXISTS ${name}
            ON post_embeddings USING hnsw (${m.column} ${m.opclass}) WHERE ${m.predicate}`
         )

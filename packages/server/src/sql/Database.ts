@@ -1,26 +1,73 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Schedule } from "effect"
-import { Migrator } from "effect/sql"
-import { ServerConfig } from "../config.js"
+import { Migrator, SqlClient } from "effect/sql"
+import { ServerConfig, type ServerConfigShape } from "../config.js"
 import { startEmbedded } from "./Embedded.js"
 import { loader } from "./migrations/index.js"
 
 const runMigrations = Migrator.make({})({ loader })
 
-/** Runs the migrations; a concurrent first start of another instance may collide once, so retry. */
-export const migrate = runMigrations.pipe(
+/**
+ * Runs the migrations; a concurrent first start of another instance may collide once, so retry.
+ * They run with no statement timeout: a schema change on a large table may
+ * rightly take minutes, and nothing is served until they are done.
+ */
+export const migrate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // The migrator's own transaction nests in this one (a savepoint), so the setting covers every migration.
+  yield* sql.withTransaction(Effect.andThen(sql`SET LOCAL statement_timeout = 0`, runMigrations))
+}).pipe(
   Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") })
 )
+
+/** Connections in the pool on PostgreSQL. */
+export const postgresPoolSize = 10
+
+/**
+ * Connections in the pool: PGlite serves exactly one. Suggestions, whose
+ * cost a visitor's text drives, get a share of them only
+ * (`suggestions/SuggestionQueries.ts`).
+ */
+export const poolSize = (config: ServerConfigShape) => Option.isSome(config.databaseUrl) ? postgresPoolSize : 1
+
+/**
+ * Runs one statement with no statement timeout, on a connection of its own
+ * for the while: for an index build, which takes as long as the table is big
+ * and may not run inside a transaction (`CONCURRENTLY`), so `SET LOCAL`
+ * cannot scope it.
+ */
+export const unboundedStatement = (sql: SqlClient.SqlClient, statement: string) =>
+  Effect.gen(function*() {
+    const connection = yield* sql.reserve
+    yield* connection.executeUnprepared("SET statement_timeout = 0", [], undefined)
+    // RESET goes back to the session's default: the limit its startup packet set.
+    yield* connection.executeUnprepared(statement, [], undefined).pipe(
+      Effect.ensuring(Effect.ignore(connection.executeUnprepared("RESET statement_timeout", [], undefined)))
+    )
+  }).pipe(Effect.scoped)
 
 /**
  * The PostgreSQL client: `DATABASE_URL` when set, else the embedded PGlite
  * (one connection: PGlite serves exactly one), migrated before use.
+ *
+ * On PostgreSQL every session starts with `statement_timeout` at
+ * `DATABASE_STATEMENT_TIMEOUT_MS`: whatever a statement does, the server
+ * cancels it past that, and the request answers 500 instead of holding a
+ * connection. PGlite accepts the setting but cannot enforce it (its
+ * single-threaded engine has no timer to interrupt a query), so it is not
+ * sent there: the embedded database relies on the queries' own bounds, and
+ * is for trying the API, not for serving it.
  */
 export const layer = Layer.unwrap(
   Effect.gen(function*() {
     const config = yield* ServerConfig
     if (Option.isSome(config.databaseUrl)) {
-      return PgClient.layer({ url: config.databaseUrl.value, maxConnections: 10, connectTimeout: "5 seconds" })
+      return PgClient.layer({
+        url: config.databaseUrl.value,
+        maxConnections: poolSize(config),
+        connectTimeout: "5 seconds",
+        startupParameters: { statement_timeout: String(config.databaseStatementTimeoutMs) }
+      })
     }
     return Layer.unwrap(
       Effect.map(startEmbedded(config.pgliteDir), (port) =>
@@ -30,7 +77,7 @@ export const layer = Layer.unwrap(
           username: "postgres",
           database: "postgres",
           ssl: false,
-          maxConnections: 1
+          maxConnections: poolSize(config)
         }))
     )
   })

@@ -2,6 +2,7 @@ import { Cache, Cause, Context, Effect, Exit, Layer, Option } from "effect"
 import { ServerConfig } from "../config.js"
 import { EmbeddingRepo, type NearPost } from "../embeddings/EmbeddingRepo.js"
 import { embeddingInput, Embeddings, type EmbeddingsError } from "../embeddings/Embeddings.js"
+import { SuggestionQueries } from "./SuggestionQueries.js"
 
 /** Draft embeddings are kept this long: a visitor who types the same words again costs no call. */
 export const draftCacheTtl = "5 minutes"
@@ -37,6 +38,7 @@ export class Semantic extends Context.Service<Semantic, {
       const config = yield* ServerConfig
       const embeddings = yield* Embeddings
       const repo = yield* EmbeddingRepo
+      const queries = yield* SuggestionQueries
       if (Option.isNone(embeddings.model)) return Semantic.of({ nearest: () => Effect.succeedNone })
       const model = embeddings.model.value
       // Float32 (pgvector stores single precision anyway): 4 bytes a dimension, plus the key.
@@ -50,12 +52,13 @@ export class Semantic extends Context.Service<Semantic, {
       const nearest = Effect.fn("Semantic.nearest")(function*(query: DraftQuery) {
         // The key is the text sent: a visitor's extra spaces change neither.
         const vector = yield* Cache.get(drafts, embeddingInput(normalizeDraft(query.title), normalizeDraft(query.text)))
-        const near = yield* repo.nearest(model, {
+        // The vector query shares the suggestions' connections; the draft's embedding call above holds none.
+        const near = yield* queries.run(repo.nearest(model, {
           organizationId: query.organizationId,
           boardId: query.boardId,
           vector: Array.from(vector),
           limit: query.limit
-        })
+        }))
         return Option.some(near.filter((post) => post.distance <= config.suggestionsMaxDistance))
       }, (effect) =>
         effect.pipe(
