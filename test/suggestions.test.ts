@@ -82,11 +82,14 @@ describe("POST /suggestions (lexical)", () => {
     expect(ids(res)[0]).toBe("p_dark")
   })
 
-  it("answers 200 to any script, and to a draft carrying half a character", async () => {
-    for (const title of ["𞤀𞤁𞤂 𞤃𞤄", "हिन्दी में खोज", "ค้นหาไม่เจอ", "half \ud83a a character"]) {
+  it("answers 200 to any script, and 400 to a draft carrying half a character (a lone surrogate)", async () => {
+    for (const title of ["𞤀𞤁𞤂 𞤃𞤄", "हिन्दी में खोज", "ค้นหาไม่เจอ"]) {
       const res = await suggest({ title, content: title })
       expect(res.status).toBe(200)
       expect(Array.isArray(res.body)).toBe(true)
     }
+    const half = await suggest({ title: "half \ud83a a character", content: "x" })
+    expect(half.status).toBe(400)
+    expect(half.body).toEqual({ _tag: "DataValidationError", message: "title: Expected a string without lone UTF-16 surrogates" })
   })
 })

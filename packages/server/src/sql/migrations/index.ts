@@ -8,6 +8,7 @@ import versions from "./0006_versions.js"
 import slugCounters from "./0007_slug_counters.js"
 import updateHtml from "./0008_update_html.js"
 import idempotencyKeys from "./0009_idempotency_keys.js"
+import ginPendingLists from "./0010_gin_pending_lists.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -19,5 +20,6 @@ export const loader = Migrator.fromRecord({
   "0006_versions": versions,
   "0007_slug_counters": slugCounters,
   "0008_update_html": updateHtml,
-  "0009_idempotency_keys": idempotencyKeys
+  "0009_idempotency_keys": idempotencyKeys,
+  "0010_gin_pending_lists": ginPendingLists
 })
