@@ -16,8 +16,13 @@ export interface ServerProcess {
   readonly child: ChildProcess
   readonly origin: string
   output: () => string
+  /** What it wrote to stdout alone, and to stderr alone. */
+  readonly stdout: () => string
+  readonly stderr: () => string
   /** Resolves with the exit code. */
   readonly exited: Promise<number | null>
+  /** Resolves with the exit code once stdout and stderr are read to their end as well. */
+  readonly closed: Promise<number | null>
 }
 
 /** `node packages/server/dist/main.js` with exactly `env` (plus PATH), as a process manager would run it. */
@@ -31,10 +36,13 @@ export const spawnScript = (script: string, args: ReadonlyArray<string>, env: Re
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""
-  child.stdout!.on("data", (d) => (out += d))
-  child.stderr!.on("data", (d) => (out += d))
+  let stdout = ""
+  let stderr = ""
+  child.stdout!.on("data", (d) => (out += d, stdout += d))
+  child.stderr!.on("data", (d) => (out += d, stderr += d))
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, origin: `http://127.0.0.1:${port}`, output: () => out, exited }
+  const closed = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)))
+  return { child, origin: `http://127.0.0.1:${port}`, output: () => out, stdout: () => stdout, stderr: () => stderr, exited, closed }
 }
 
 export const waitForHealth = (origin: string, timeoutMs = 30_000) =>
