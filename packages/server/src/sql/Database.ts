@@ -7,8 +7,15 @@ import { loader } from "./migrations/index.js"
 
 const runMigrations = Migrator.make({})({ loader })
 
+/** A database that cannot be reached or refuses the login: retrying only makes start-up slower to say so. */
+const unreachable = (error: unknown) => {
+  const reason = (error as { readonly reason?: { readonly _tag?: string } }).reason?._tag
+  return reason === "ConnectionError" || reason === "AuthenticationError"
+}
+
 /**
- * Runs the migrations; a concurrent first start of another instance may collide once, so retry.
+ * Runs the migrations; a concurrent first start of another instance may collide once, so retry
+ * (but not when the database is unreachable).
  * They run with no statement timeout: a schema change on a large table may
  * rightly take minutes, and nothing is served until they are done.
  */
@@ -17,7 +24,7 @@ export const migrate = Effect.gen(function*() {
   // The migrator's own transaction nests in this one (a savepoint), so the setting covers every migration.
   yield* sql.withTransaction(Effect.andThen(sql`SET LOCAL statement_timeout = 0`, runMigrations))
 }).pipe(
-  Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") })
+  Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis"), while: (error) => !unreachable(error) })
 )
 
 /** Connections in the pool on PostgreSQL. */
