@@ -47,6 +47,16 @@ describe("GET /docs/openapi.json", () => {
     expect(doc.paths["/api/widget/v1/suggestions"].post.responses["200"].content["application/json"].schema.maxItems).toBe(5)
   })
 
+  it("says which answer fields are plain text to escape, and that only Update.content is HTML", () => {
+    const schemas = doc.components.schemas
+    const plain = [["SuggestionMatch", "title"], ["SuggestionMatch", "excerpt"], ["CreatedPost", "title"], ["Update", "title"],
+      ["Update", "excerpt"], ["Board", "name"]]
+    for (const [schema, field] of plain) {
+      expect(schemas[`${schema}Encoded`].properties[field].description).toMatch(/plain text, not HTML\. Escape it/)
+    }
+    expect(schemas.UpdateEncoded.properties.content.description).toMatch(/^HTML, sanitized by the server/)
+  })
+
   it("declares every error response with its _tag", () => {
     const expected: Record<string, Record<string, string>> = {
       "/api/widget/v1/suggestions": { 400: "DataValidationError", 429: "RateLimitExceededError", 500: "InternalServerError", 503: "RateLimitUnavailableError" },
