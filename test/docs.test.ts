@@ -50,7 +50,7 @@ describe("GET /docs/openapi.json", () => {
   it("says which answer fields are plain text to escape, and that only Update.content is HTML", () => {
     const schemas = doc.components.schemas
     const plain = [["SuggestionMatch", "title"], ["SuggestionMatch", "excerpt"], ["CreatedPost", "title"], ["Update", "title"],
-      ["Update", "excerpt"], ["Board", "name"]]
+      ["Update", "excerpt"], ["Board", "name"]] as const
     for (const [schema, field] of plain) {
       expect(schemas[`${schema}Encoded`].properties[field].description).toMatch(/plain text, not HTML\. Escape it/)
     }

@@ -1,0 +1,121 @@
+/**
+ * The thin typed client: `fetch` and nothing else at run time, for browsers
+ * and widgets. Every request, answer and error type is derived from the API
+ * definition (`WidgetGroup` in `Api.ts`) through TypeScript's types; the only
+ * runtime data, each endpoint's method and path, is checked against the
+ * definition at compile time. Import it as `@hearken/api/thin`: it pulls no
+ * Effect code into a bundle (`import type` only).
+ */
+import type { Schema } from "effect"
+import type { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
+import type { WidgetGroup } from "./Api.js"
+
+type Widget = HttpApiGroup.Endpoints<typeof WidgetGroup>
+
+/** The widget endpoints' identifiers: `boards`, `updates`, `suggestions`, `feedback`. */
+export type EndpointId = HttpApiEndpoint.Identifier<Widget>
+type Endpoint<Id extends EndpointId> = HttpApiEndpoint.WithIdentifier<Widget, Id>
+
+/** The schema an endpoint declared, under the JSON or query-string codec HttpApi wraps it in. */
+type Declared<T> = T extends Schema.toCodecJson<infer S> ? S : T extends Schema.toCodecStringTree<infer S> ? S : T
+
+/** What an endpoint takes in its query string or body, and answers on 200, as JSON. */
+export type Query<Id extends EndpointId> = Declared<Endpoint<Id>["~Query"]>["Encoded"]
+export type Payload<Id extends EndpointId> = Declared<Endpoint<Id>["~Payload"]>["Encoded"]
+export type Success<Id extends EndpointId> = Declared<Endpoint<Id>["~Success"]>["Encoded"]
+
+/** The errors an endpoint (with its middlewares) may answer, as JSON: a union discriminated by `_tag`. */
+export type ServerError<Id extends EndpointId> =
+  | Declared<Endpoint<Id>["~Error"]>["Encoded"]
+  | Declared<HttpApiMiddleware.ErrorSchema<Endpoint<Id>["~Middleware"]>>["Encoded"]
+
+/** A refused or failed call. 429 and 503 carry `Retry-After` in seconds; `NetworkError` is the browser's (offline, CORS). */
+export type ClientError<Id extends EndpointId> =
+  | Exclude<ServerError<Id>, { readonly _tag: "RateLimitExceededError" | "RateLimitUnavailableError" }>
+  | (Extract<ServerError<Id>, { readonly _tag: "RateLimitExceededError" | "RateLimitUnavailableError" }> & {
+    readonly retryAfterSeconds: number
+  })
+  | { readonly _tag: "NetworkError"; readonly message: string }
+
+export type Answer<Id extends EndpointId> =
+  | { readonly ok: true; readonly value: Success<Id>; readonly etag: string | undefined }
+  | { readonly ok: false; readonly error: ClientError<Id>; readonly status: number }
+
+/** `GET /boards` and `GET /updates` may also answer 304 to a tag the caller already has. */
+export type CachedAnswer<Id extends EndpointId> = Answer<Id> | { readonly ok: true; readonly notModified: true; readonly etag: string }
+
+/** Method and path of every widget endpoint: a wrong or missing one does not compile. */
+export const routes: { readonly [Id in EndpointId]: { readonly method: Endpoint<Id>["method"]; readonly path: Endpoint<Id>["path"] } } = {
+  suggestions: { method: "POST", path: "/api/widget/v1/suggestions" },
+  feedback: { method: "POST", path: "/api/widget/v1/feedback" },
+  boards: { method: "GET", path: "/api/widget/v1/boards" },
+  updates: { method: "GET", path: "/api/widget/v1/updates" }
+}
+
+export interface RequestOptions {
+  readonly signal?: AbortSignal | undefined
+}
+
+export interface ThinClient {
+  readonly boards: (query: Query<"boards">, options?: RequestOptions & { readonly ifNoneMatch?: string | undefined }) => Promise<CachedAnswer<"boards">>
+  readonly updates: (query: Query<"updates">, options?: RequestOptions & { readonly ifNoneMatch?: string | undefined }) => Promise<CachedAnswer<"updates">>
+  readonly suggestions: (payload: Payload<"suggestions">, options?: RequestOptions) => Promise<Answer<"suggestions">>
+  /** With `idempotencyKey`, a retry never creates a second post (README: "Retries: Idempotency-Key"). */
+  readonly feedback: (payload: Payload<"feedback">, options?: RequestOptions & { readonly idempotencyKey?: string | undefined }) => Promise<Answer<"feedback">>
+}
+
+/**
+ * A client for the server at `baseUrl` (its origin, e.g.
+ * `https://feedback.example.com`). It never throws: every outcome is an
+ * `Answer`.
+ */
+export const makeThinClient = (baseUrl: string, options: { readonly fetch?: typeof fetch } = {}): ThinClient => {
+  const send = options.fetch ?? ((input, init) => fetch(input, init))
+  const call = async (
+    id: EndpointId,
+    parts: {
+      readonly query?: Readonly<Record<string, string>>
+      readonly payload?: unknown
+      readonly headers?: Record<string, string>
+      readonly signal?: AbortSignal | undefined
+    }
+  ): Promise<any> => {
+    const url = new URL(routes[id].path, baseUrl)
+    for (const [key, value] of Object.entries(parts.query ?? {})) url.searchParams.set(key, value)
+    let response: Response
+    try {
+      response = await send(url, {
+        method: routes[id].method,
+        headers: parts.payload === undefined ? parts.headers ?? {} : { "content-type": "application/json", ...parts.headers },
+        body: parts.payload === undefined ? null : JSON.stringify(parts.payload),
+        signal: parts.signal ?? null
+      })
+    } catch (error) {
+      return { ok: false, status: 0, error: { _tag: "NetworkError", message: error instanceof Error ? error.message : String(error) } }
+    }
+    const etag = response.headers.get("etag") ?? undefined
+    if (response.status === 304) return { ok: true, notModified: true, etag }
+    const body = await response.json().catch(() => undefined)
+    if (response.ok) return { ok: true, value: body, etag }
+    const error = typeof body?._tag === "string"
+      ? body
+      : { _tag: "InternalServerError", message: `HTTP ${response.status}` }
+    if (response.status === 429 || response.status === 503) {
+      error.retryAfterSeconds = Number(response.headers.get("retry-after")) || 1
+    }
+    return { ok: false, status: response.status, error }
+  }
+  const conditional = (ifNoneMatch: string | undefined): Record<string, string> =>
+    ifNoneMatch === undefined ? {} : { "if-none-match": ifNoneMatch }
+  return {
+    boards: (query, options) => call("boards", { query, headers: conditional(options?.ifNoneMatch), signal: options?.signal }),
+    updates: (query, options) => call("updates", { query, headers: conditional(options?.ifNoneMatch), signal: options?.signal }),
+    suggestions: (payload, options) => call("suggestions", { payload, signal: options?.signal }),
+    feedback: (payload, options) =>
+      call("feedback", {
+        payload,
+        headers: options?.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey },
+        signal: options?.signal
+      })
+  }
+}
