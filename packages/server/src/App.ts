@@ -31,6 +31,7 @@ import { Updates } from "./updates/Updates.js"
 import { WebhookOutbox } from "./webhooks/Outbox.js"
 import { WebhookRepo } from "./webhooks/WebhookRepo.js"
 import { WebhookWorker } from "./webhooks/WebhookWorker.js"
+import * as WidgetAssets from "./widget/WidgetAssets.js"
 
 /** Every service, built once at start-up. */
 const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, PublicAnswers.layer, Importer.layer).pipe(
@@ -61,7 +62,7 @@ const Docs = HttpApiScalar.layer(HearkenApi, {
   })).layer
 ))
 
-const Routes = Layer.mergeAll(Api, Docs, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog)
+const Routes = Layer.mergeAll(Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog)
 
 /**
  * The listening socket. Node's own refusals (parse errors, oversized headers,
