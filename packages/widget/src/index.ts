@@ -355,7 +355,7 @@ const init = (options: InitOptions): WidgetHandle => {
       const body = h("div", { class: "content" })
       body.innerHTML = update.content // sanitized by the server (README: "Rendering answers")
       return h("li", {},
-        h("h3", {}, update.title),
+        h("h2", {}, update.title),
         update.publishedAt === undefined ? ""
           : h("time", { class: "muted", datetime: update.publishedAt }, dateFormat.format(new Date(update.publishedAt))),
         body)

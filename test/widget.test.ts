@@ -1,0 +1,406 @@
+/**
+ * The embeddable widget (packages/widget) in Debian's Chromium, against the
+ * real server seeded with the demo fixture. The host page is served from
+ * another origin, which the API allows through `DASHBOARD_ORIGIN`, and embeds
+ * the widget from the API's origin exactly as the README tells site owners
+ * to. A third origin, not allowed, sees its API calls refused by CORS.
+ * Screenshots go to test-artifacts/widget-*.png.
+ */
+import { execFileSync } from "node:child_process"
+import { mkdirSync, readFileSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { join } from "node:path"
+import { chromium, type Browser, type Page, type Request } from "playwright-core"
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
+import { SuggestionScheduler } from "../packages/widget/src/scheduler.ts"
+import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+
+const root = join(import.meta.dirname, "..")
+const artifacts = join(root, "test-artifacts")
+const demo = JSON.parse(readFileSync(join(root, "packages/server/fixtures/demo.json"), "utf8"))
+const axeSource = readFileSync(join(root, "node_modules/axe-core/axe.min.js"), "utf8")
+
+/** A site owner's page: host styles that must not reach the widget, and the two pasted lines. */
+const hostPage = (apiOrigin: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Host page</title>
+<style>body { font: 18px Georgia, serif; color: #800000; background: #f3f0e8 } button { background: hotpink; color: black }
+input, textarea { border: 4px dashed lime }</style></head>
+<body><main><h1>A customer's site</h1>
+<div id="hearken"></div>
+<script type="module">import { HearkenWidget } from "${apiOrigin}/widget/widget.js"; HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })</script>
+</main></body></html>`
+
+const listen = async (handler: (url: string) => string): Promise<{ server: Server; origin: string }> => {
+  const server = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(handler(req.url ?? "/"))
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+let api: TestServer
+let allowed: { server: Server; origin: string }
+let refused: { server: Server; origin: string }
+let browser: Browser
+
+beforeAll(async () => {
+  // The bundle under test, from the current sources (npm test builds it too).
+  execFileSync(process.execPath, [join(root, "packages/widget/build.mjs")], { stdio: "inherit" })
+  mkdirSync(artifacts, { recursive: true })
+  let apiOrigin = ""
+  allowed = await listen(() => hostPage(apiOrigin))
+  refused = await listen(() => hostPage(apiOrigin))
+  api = await startSeededServer(demo, { DASHBOARD_ORIGIN: allowed.origin })
+  apiOrigin = api.origin
+  browser = await chromium.launch({
+    executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+  })
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  allowed?.server.close()
+  refused?.server.close()
+  await api?.close()
+})
+
+let page: Page
+/** Every request the page sent to the API, in order. */
+let sent: Array<Request>
+
+beforeEach(async () => {
+  const context = await browser.newContext({ viewport: { width: 720, height: 900 } })
+  page = await context.newPage()
+  sent = []
+  page.on("request", (request) => {
+    if (request.url().startsWith(api.origin + "/api/")) sent.push(request)
+  })
+  // The demo changelog links an image on example.com: nothing may leave the machine.
+  await page.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort())
+})
+
+afterEach(async () => {
+  await page.context().close()
+})
+
+const open = async (origin: string) => {
+  await page.goto(`${origin}/`)
+  await page.getByRole("radio", { name: "Feature requests" }).waitFor()
+}
+
+const shot = (name: string) => page.locator("#hearken").screenshot({ path: join(artifacts, `widget-${name}.png`) })
+
+const requestsTo = (path: string, method = "POST") =>
+  sent.filter((r) => r.method() === method && new URL(r.url()).pathname === `/api/widget/v1/${path}`)
+
+/** The focused element, looking into shadow roots. */
+const focused = () =>
+  page.evaluate(() => {
+    let el = document.activeElement
+    while (el?.shadowRoot?.activeElement) el = el.shadowRoot.activeElement
+    if (el === null) return null
+    const style = getComputedStyle(el.tagName === "INPUT" && (el as HTMLInputElement).type === "radio" ? el.parentElement! : el)
+    return {
+      tag: el.tagName.toLowerCase(),
+      role: el.getAttribute("role"),
+      name: el.getAttribute("name") ?? el.textContent,
+      outline: `${style.outlineStyle} ${style.outlineWidth}`
+    }
+  })
+
+describe("the widget on an allowed origin", () => {
+  it("lists the public boards, and a draft like a demo post shows it once typing pauses, in a live region", async () => {
+    await open(allowed.origin)
+    const radios = page.getByRole("radio")
+    expect(await radios.evaluateAll((els) => els.map((e) => (e.parentElement as HTMLElement).textContent))).toEqual([
+      "Feature requests",
+      "Bug reports"
+    ])
+    await page.getByRole("radio", { name: "Feature requests" }).check()
+    await page.getByLabel("Title").pressSequentially("Dark theme please", { delay: 40 })
+    const similar = page.locator(".similar")
+    await expect.poll(() => similar.locator("li strong").allTextContents(), { timeout: 5_000 }).toContain("Dark mode")
+    expect(await similar.getAttribute("aria-live")).toBe("polite")
+    expect(await similar.locator("li strong").first().textContent()).toBe("Dark mode")
+    // 17 keystrokes, one request: it waited for the pause.
+    expect(requestsTo("suggestions")).toHaveLength(1)
+    expect(requestsTo("suggestions")[0]!.postDataJSON()).toEqual({
+      organizationId: "org_demo",
+      boardId: "b_demo_features",
+      title: "Dark theme please",
+      content: ""
+    })
+    await shot("suggestion")
+    // More typing within 12 s of that request: nothing more is sent yet (5 a minute, one per 12 s).
+    await page.getByLabel("Details (optional)").pressSequentially("for late-night work", { delay: 20 })
+    await page.waitForTimeout(1_500)
+    expect(requestsTo("suggestions")).toHaveLength(1)
+  })
+
+  it("waits out a 429 quietly: no error banner", async () => {
+    await page.route(`${api.origin}/api/widget/v1/suggestions`, (route) =>
+      route.fulfill({
+        status: 429,
+        headers: { "content-type": "application/json", "retry-after": "30", "access-control-allow-origin": allowed.origin },
+        body: JSON.stringify({ _tag: "RateLimitExceededError", message: "rate limit exceeded" })
+      }))
+    await open(allowed.origin)
+    await page.getByRole("radio", { name: "Feature requests" }).check()
+    await page.getByLabel("Title").fill("Dark theme")
+    await expect.poll(() => requestsTo("suggestions").length, { timeout: 5_000 }).toBe(1)
+    await page.waitForTimeout(300)
+    expect(await page.getByRole("alert").textContent()).toBe("")
+    expect(await page.locator(".similar").textContent()).toBe("")
+  })
+
+  it("submits with an Idempotency-Key: a double click and a retry after a network error make one post", async () => {
+    const title = `Keyboard shortcuts ${Date.now()}`
+    // The first attempt reaches the server, which creates the post, but the browser sees the connection drop.
+    let first = true
+    await page.route(`${api.origin}/api/widget/v1/feedback`, async (route) => {
+      if (route.request().method() !== "POST" || !first) return route.continue()
+      first = false
+      const response = await route.fetch()
+      expect(response.status()).toBe(200)
+      return route.abort("connectionreset")
+    })
+    await open(allowed.origin)
+    await page.getByRole("radio", { name: "Bug reports" }).check()
+    await page.getByLabel("Title").fill(title)
+    await page.getByLabel("Details (optional)").fill("Please add j/k navigation.")
+    await page.getByRole("button", { name: "Send feedback" }).dblclick()
+    await expect.poll(() => page.getByRole("alert").textContent()).toBe("Can't reach the feedback service from this page.")
+    expect(requestsTo("feedback")).toHaveLength(1)
+
+    await page.getByRole("button", { name: "Send feedback" }).click()
+    const success = page.getByRole("status").filter({ hasText: "Thank you" })
+    await expect.poll(() => success.textContent()).toBe(`Thank you! Your feedback “${title}” was posted.`)
+    expect(await page.getByRole("alert").textContent()).toBe("")
+    const keys = requestsTo("feedback").map((r) => r.headers()["idempotency-key"])
+    expect(keys).toHaveLength(2)
+    expect(keys[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    expect(keys[1]).toBe(keys[0])
+    const rows = await api.db.query<{ board_id: string; content: string }>((sql) =>
+      sql`SELECT board_id, content FROM posts WHERE title = ${title}`)
+    expect(rows).toEqual([{ board_id: "b_demo_bugs", content: "Please add j/k navigation." }])
+    await shot("success")
+
+    // The next draft gets a new key.
+    await page.getByRole("button", { name: "Send more feedback" }).click()
+    await page.getByRole("radio", { name: "Feature requests" }).check()
+    await page.getByLabel("Title").fill(`${title} again`)
+    await page.getByRole("button", { name: "Send feedback" }).click()
+    await expect.poll(() => success.textContent()).toBe(`Thank you! Your feedback “${title} again” was posted.`)
+    expect(new Set(requestsTo("feedback").map((r) => r.headers()["idempotency-key"])).size).toBe(2)
+  })
+
+  it("shows the server's field-level message next to the field it names", async () => {
+    const invisible = "\u200b\u200b"
+    const expected = await postJson(`${api.api}/feedback`, {
+      organizationId: "org_demo",
+      boardId: "b_demo_features",
+      title: invisible,
+      content: ""
+    })
+    expect(expected.status).toBe(400)
+    const [field, detail] = (expected.body.message as string).split(/: (.*)/s)
+    expect(field).toBe("title")
+
+    await open(allowed.origin)
+    await page.getByRole("radio", { name: "Feature requests" }).check()
+    await page.getByLabel("Title").fill(invisible)
+    await page.getByRole("button", { name: "Send feedback" }).click()
+    const input = page.getByLabel("Title")
+    await expect.poll(() => input.getAttribute("aria-invalid")).toBe("true")
+    const describedBy = await input.getAttribute("aria-describedby")
+    const message = page.locator(`[id="${describedBy}"]`)
+    expect(await message.textContent()).toBe(detail!.charAt(0).toUpperCase() + detail!.slice(1))
+    expect((await focused())?.name).toBe("title")
+    expect(await page.getByRole("alert").textContent()).toBe("")
+    await shot("validation")
+    // Typing again clears it.
+    await input.pressSequentially("x")
+    expect(await input.getAttribute("aria-invalid")).toBe(null)
+    expect(await message.textContent()).toBe("")
+  })
+
+  it("shows the changelog as rendered HTML, published entries only, and revalidates it with If-None-Match", async () => {
+    await open(allowed.origin)
+    const tab = page.getByRole("tab", { name: "What's new" })
+    await tab.click()
+    const panel = page.getByRole("tabpanel", { name: "What's new" })
+    await expect.poll(() => panel.locator("h2").allTextContents()).toEqual(["CSV export", "Dark mode is here"])
+    const link = panel.getByRole("link", { name: "Settings" })
+    expect(await link.getAttribute("href")).toBe("https://example.com/settings")
+    expect(await link.getAttribute("rel")).toBe("noopener noreferrer nofollow ugc")
+    // `&amp;` rendered as HTML, not shown as text.
+    expect(await panel.locator(".content p").first().textContent()).toBe("Export every post to CSV & open it in your spreadsheet.")
+    expect(await panel.getByRole("img", { name: "Dark mode" }).count()).toBe(1)
+    await shot("changelog")
+
+    await page.getByRole("tab", { name: "Give feedback" }).click()
+    await tab.click()
+    await expect.poll(() => requestsTo("updates", "GET").length).toBe(2)
+    const [firstRequest, second] = requestsTo("updates", "GET")
+    const etag = (await firstRequest!.response())!.headers()["etag"]
+    expect(etag).toMatch(/^"/)
+    expect(second!.headers()["if-none-match"]).toBe(etag)
+    expect((await second!.response())!.status()).toBe(304)
+    // The 304 keeps what was shown.
+    expect(await panel.locator("h2").allTextContents()).toEqual(["CSV export", "Dark mode is here"])
+  })
+
+  it("is keyboard navigable with visible focus, labelled, with live regions, and its styles isolated", async () => {
+    await open(allowed.origin)
+    const stops = []
+    for (let i = 0; i < 5; i++) {
+      await page.keyboard.press("Tab")
+      stops.push(await focused())
+    }
+    expect(stops).toEqual([
+      { tag: "button", role: "tab", name: "Give feedback", outline: "solid 3px" },
+      { tag: "input", role: null, name: expect.stringMatching(/-board$/), outline: "solid 3px" },
+      { tag: "input", role: null, name: "title", outline: "solid 3px" },
+      { tag: "textarea", role: null, name: "content", outline: "solid 3px" },
+      { tag: "button", role: null, name: "Send feedback", outline: "solid 3px" }
+    ])
+    // Arrow keys move between the tabs (WAI-ARIA tabs).
+    await page.getByRole("tab", { name: "Give feedback" }).focus()
+    await page.keyboard.press("ArrowRight")
+    expect(await focused()).toEqual({ tag: "button", role: "tab", name: "What's new", outline: "solid 3px" })
+    expect(await page.getByRole("tab", { name: "What's new" }).getAttribute("aria-selected")).toBe("true")
+    expect(await page.getByRole("tabpanel", { name: "What's new" }).isVisible()).toBe(true)
+    await page.keyboard.press("ArrowLeft")
+    expect(await page.getByRole("tabpanel", { name: "Give feedback" }).isVisible()).toBe(true)
+
+    // Live regions exist before anything is announced.
+    expect(await page.locator("[aria-live=polite].similar").count()).toBe(1)
+    expect(await page.getByRole("alert").count()).toBe(1)
+    expect(await page.locator("[role=status].success").count()).toBe(1)
+
+    // The host's `button { background: hotpink }` and dashed lime borders do not reach the widget.
+    const styles = await page.evaluate(() => {
+      const shadow = document.querySelector("#hearken")!.shadowRoot!
+      const submit = getComputedStyle(shadow.querySelector("button[type=submit]")!)
+      const title = getComputedStyle(shadow.querySelector("input[name=title]")!)
+      return { background: submit.backgroundColor, border: title.borderTopStyle, font: getComputedStyle(shadow.querySelector(".hk")!).fontFamily }
+    })
+    expect(styles.background).toBe("rgb(67, 56, 202)")
+    expect(styles.border).toBe("solid")
+    expect(styles.font).toMatch(/^system-ui/)
+  })
+
+  it("has no serious or critical axe-core violations, in the form with suggestions and in the changelog", async () => {
+    await open(allowed.origin)
+    await page.getByRole("radio", { name: "Feature requests" }).check()
+    await page.getByLabel("Title").fill("Dark theme")
+    await expect.poll(() => page.locator(".similar li").count(), { timeout: 5_000 }).toBeGreaterThan(0)
+    await page.addScriptTag({ content: axeSource })
+    /** axe-core walks open shadow roots: the whole page, and the widget's shadow root alone (every rule that applies). */
+    const audit = () =>
+      page.evaluate(async () => {
+        const axe = (window as any).axe
+        const summary = (result: any) => ({
+          passed: result.passes.length,
+          violations: result.violations.map((v: any) => `${v.impact} ${v.id}: ${v.nodes.length} node(s)`)
+        })
+        const widget = summary(await axe.run({ include: [{ fromShadowDom: ["#hearken", ".hk"] }] }))
+        const page = summary(await axe.run(document))
+        return { widget, page }
+      })
+    const form = await audit()
+    await page.getByRole("tab", { name: "What's new" }).click()
+    await page.getByRole("tabpanel", { name: "What's new" }).locator("h2").first().waitFor()
+    const changelog = await audit()
+    console.log(`axe-core: form ${JSON.stringify(form)}, changelog ${JSON.stringify(changelog)}`)
+    for (const result of [form, changelog]) {
+      // Rules ran inside the shadow root (labels, names, contrast, ARIA), and none failed there, of any impact.
+      expect(result.widget.passed).toBeGreaterThan(10)
+      expect(result.widget.violations).toEqual([])
+      expect(result.page.violations.filter((v: string) => /^(serious|critical) /.test(v))).toEqual([])
+    }
+  })
+
+  it("the demo page /widget/ on the API's own origin embeds the widget for org_demo", async () => {
+    await open(`${api.origin}/widget`)
+    expect(await page.getByRole("radio").count()).toBe(2)
+    await page.screenshot({ path: join(artifacts, "widget-demo.png") })
+  })
+})
+
+describe("the widget on an origin the API does not allow", () => {
+  it("loads, but its API calls are refused by CORS, and it says so", async () => {
+    const failed: Array<string> = []
+    page.on("requestfailed", (request) => failed.push(new URL(request.url()).pathname))
+    await page.goto(`${refused.origin}/`)
+    const alert = page.getByRole("alert")
+    await expect.poll(() => alert.textContent(), { timeout: 5_000 }).toBe("Can't reach the feedback service from this page.")
+    expect(failed).toEqual(["/api/widget/v1/boards"])
+    expect(await page.getByRole("radio").count()).toBe(0)
+    expect(await page.getByText("Boards could not be loaded.").count()).toBe(1)
+    await shot("cors")
+  })
+})
+
+describe("SuggestionScheduler", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 0 })
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  const make = (answers: Array<number | undefined> = []) => {
+    let draft: string | undefined = "a"
+    const times: Array<number> = []
+    const scheduler = new SuggestionScheduler({
+      draftKey: () => draft,
+      request: async () => {
+        times.push(Date.now())
+        return answers.shift()
+      }
+    })
+    return {
+      times,
+      type: (next: string | undefined) => {
+        draft = next
+        scheduler.changed()
+      }
+    }
+  }
+
+  it("asks after a 700 ms pause, at most once per 12 s, and never for an unchanged draft", async () => {
+    const s = make()
+    s.type("d")
+    await vi.advanceTimersByTimeAsync(500)
+    s.type("da")
+    await vi.advanceTimersByTimeAsync(699)
+    expect(s.times).toEqual([])
+    await vi.advanceTimersByTimeAsync(1)
+    expect(s.times).toEqual([1_200])
+    s.type("dar")
+    await vi.advanceTimersByTimeAsync(20_000)
+    expect(s.times).toEqual([1_200, 13_200])
+    s.type("dar") // unchanged
+    await vi.advanceTimersByTimeAsync(20_000)
+    expect(s.times).toEqual([1_200, 13_200])
+    s.type(undefined) // nothing worth asking about
+    await vi.advanceTimersByTimeAsync(20_000)
+    expect(s.times).toEqual([1_200, 13_200])
+  })
+
+  it("never sends more than 5 in a rolling minute, and waits Retry-After after a 429", async () => {
+    const s = make([undefined, 30])
+    for (let i = 0; i < 8; i++) {
+      s.type(`draft ${i}`)
+      await vi.advanceTimersByTimeAsync(13_000)
+    }
+    // The second answer was a 429 with Retry-After: 30: the next request waits for it, then asks for the newest draft.
+    expect(s.times).toEqual([700, 13_700, 43_700, 55_700, 67_700, 79_700, 91_700])
+    for (let i = 0; i < s.times.length; i++) {
+      expect(s.times.filter((t) => t > s.times[i]! - 60_000 && t <= s.times[i]!).length).toBeLessThanOrEqual(5)
+    }
+  })
+})
