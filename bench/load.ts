@@ -70,6 +70,9 @@
  * warm-up (a fifth of the run, at most 60 s) ends, at the end, the maximum,
  * and the slope after warm-up (least squares, MB per minute).
  *
+ * Load mode (and `--smoke`) first prints and records the gzip sizes of the
+ * thin client and the whole widget (`sizes.ts`; `npm run build` makes them).
+ *
  * Results go to BENCH_RESULTS (default bench/results.json; results-growth.json
  * and results-soak.json for the other modes) and a Markdown table to stdout.
  */
@@ -86,6 +89,7 @@ import { excerptLength } from "../packages/server/dist/feedback/Feedback.js"
 import { lexiconOf } from "../packages/server/dist/feedback/Posts.js"
 import { migrate } from "../packages/server/dist/sql/Database.js"
 import { loadDataset } from "./suggestions/dataset.ts"
+import { bundleSizes, printBundleSizes } from "./sizes.ts"
 import { freshDatabase, percentile, startProcess, withSql } from "./support.ts"
 
 // ---------------------------------------------------------------- knobs
@@ -554,6 +558,9 @@ const seed = async (url: string, postsPerOrg: ReadonlyArray<number>, updatesPerO
 
 const loadMode = async (url: string) => {
   const half = (n: number) => [Math.ceil(n / 2), Math.floor(n / 2)]
+  // What a browser downloads (issue 12): the thin client alone and the whole widget, gzip.
+  const bundles = await bundleSizes()
+  printBundleSizes(bundles)
   console.log(`seeding ${n0(postCount)} posts, ${n0(updateCount)} updates…`)
   const seeded = await seed(url, half(postCount), half(updateCount))
   console.log(`seeded in ${n1(seeded.seconds)} s`)
@@ -622,6 +629,7 @@ const loadMode = async (url: string) => {
       ...environment(),
       config: { posts: postCount, updates: updateCount, rounds, durationSeconds: duration, warmupSeconds: warmup, connections, rateLimitMultiplier },
       seedSeconds: seeded.seconds,
+      bundles,
       endpoints: measured,
       memory: {
         hearken: { rssBeforeLoadMb: hearkenIdle, peakRssUnderLoadMb: peak, hwmMb: hearkenMemory!.hwmMb },

@@ -13,6 +13,7 @@ import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { chromium, type Browser, type Page, type Request } from "playwright-core"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
+import { bundleSizes } from "../bench/sizes.ts"
 import { SuggestionScheduler } from "../packages/widget/src/scheduler.ts"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
 
@@ -327,6 +328,27 @@ describe("the widget on an allowed origin", () => {
     await open(`${api.origin}/widget`)
     expect(await page.getByRole("radio").count()).toBe(2)
     await page.screenshot({ path: join(artifacts, "widget-demo.png") })
+  })
+})
+
+describe("GET /widget/widget.js", () => {
+  it("is the built bundle, as JavaScript any page may load, cached briefly, and not in the OpenAPI document", async () => {
+    const res = await fetch(`${api.origin}/widget/widget.js`, { headers: { origin: refused.origin } })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toBe("text/javascript; charset=utf-8")
+    expect(res.headers.get("cache-control")).toBe("public, max-age=300")
+    expect(res.headers.get("access-control-allow-origin")).toBe("*")
+    expect(await res.text()).toBe(readFileSync(join(root, "packages/widget/dist/widget.js"), "utf8"))
+    const doc = await (await fetch(`${api.origin}/docs/openapi.json`)).json()
+    expect(Object.keys(doc.paths).filter((path) => path.startsWith("/widget"))).toEqual([])
+  })
+
+  it("stays within budget: the thin client ≤ 3 KB gzip, the whole widget ≤ 20 KB gzip", async () => {
+    const sizes = await bundleSizes()
+    expect(sizes.map((s) => [s.name, s.budgetGzipBytes, s.met])).toEqual([
+      ["thin client (@hearken/api/thin)", 3 * 1024, true],
+      ["whole widget (widget.js, CSS included)", 20 * 1024, true]
+    ])
   })
 })
 
