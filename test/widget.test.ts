@@ -11,6 +11,7 @@ import { mkdirSync, readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import { SignJWT } from "jose"
 import { chromium, type Browser, type Page, type Request } from "playwright-core"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
 import { bundleSizes } from "../bench/sizes.ts"
@@ -23,13 +24,13 @@ const demo = JSON.parse(readFileSync(join(root, "packages/server/fixtures/demo.j
 const axeSource = readFileSync(join(root, "node_modules/axe-core/axe.min.js"), "utf8")
 
 /** A site owner's page: host styles that must not reach the widget, and the two pasted lines. */
-const hostPage = (apiOrigin: string) => `<!doctype html>
+const hostPage = (apiOrigin: string, token?: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Host page</title>
 <style>body { font: 18px Georgia, serif; color: #800000; background: #f3f0e8 } button { background: hotpink; color: black }
 input, textarea { border: 4px dashed lime }</style></head>
 <body><main><h1>A customer's site</h1>
 <div id="hearken"></div>
-<script type="module">import { HearkenWidget } from "${apiOrigin}/widget/widget.js"; HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })</script>
+<script type="module">import { HearkenWidget } from "${apiOrigin}/widget/widget.js"; HearkenWidget.init({ organizationId: "org_demo", target: "#hearken"${token === undefined ? "" : `, token: ${JSON.stringify(token)}`} })</script>
 </main></body></html>`
 
 const listen = async (handler: (url: string) => string): Promise<{ server: Server; origin: string }> => {
@@ -50,7 +51,7 @@ beforeAll(async () => {
   execFileSync(process.execPath, [join(root, "packages/widget/build.mjs")], { stdio: "inherit" })
   mkdirSync(artifacts, { recursive: true })
   let apiOrigin = ""
-  allowed = await listen(() => hostPage(apiOrigin))
+  allowed = await listen((url) => hostPage(apiOrigin, new URL(url, "http://x").searchParams.get("token") ?? undefined))
   refused = await listen(() => hostPage(apiOrigin))
   api = await startSeededServer(demo, { DASHBOARD_ORIGIN: allowed.origin })
   apiOrigin = api.origin
@@ -86,8 +87,8 @@ afterEach(async () => {
   await page.context().close()
 })
 
-const open = async (origin: string) => {
-  await page.goto(`${origin}/`)
+const open = async (url: string) => {
+  await page.goto(url)
   await page.getByRole("radio", { name: "Feature requests" }).waitFor()
 }
 
@@ -170,7 +171,7 @@ describe("the widget on an allowed origin", () => {
     await open(allowed.origin)
     await page.getByRole("radio", { name: "Bug reports" }).check()
     await page.getByLabel("Title").fill(title)
-    await page.getByLabel("Details (optional)").fill("Please add j/k navigation.")
+    await page.getByLabel("Details (optional)").fill("Please add j/k navigation <b>now</b>.")
     await page.getByRole("button", { name: "Send feedback" }).dblclick()
     await expect.poll(() => page.getByRole("alert").textContent()).toBe("Can't reach the feedback service from this page.")
     expect(requestsTo("feedback")).toHaveLength(1)
@@ -185,16 +186,33 @@ describe("the widget on an allowed origin", () => {
     expect(keys[1]).toBe(keys[0])
     const rows = await api.db.query<{ board_id: string; content: string }>((sql) =>
       sql`SELECT board_id, content FROM posts WHERE title = ${title}`)
-    expect(rows).toEqual([{ board_id: "b_demo_bugs", content: "Please add j/k navigation." }])
+    // The typed text, escaped: markup the visitor types stays text.
+    expect(rows).toEqual([{ board_id: "b_demo_bugs", content: "<p>Please add j/k navigation &lt;b&gt;now&lt;/b&gt;.</p>" }])
     await shot("success")
 
-    // The next draft gets a new key.
+    // The next draft gets a new key; the board stays picked.
     await page.getByRole("button", { name: "Send more feedback" }).click()
-    await page.getByRole("radio", { name: "Feature requests" }).check()
+    expect(await page.getByRole("radio", { name: "Bug reports" }).isChecked()).toBe(true)
     await page.getByLabel("Title").fill(`${title} again`)
     await page.getByRole("button", { name: "Send feedback" }).click()
     await expect.poll(() => success.textContent()).toBe(`Thank you! Your feedback “${title} again” was posted.`)
     expect(new Set(requestsTo("feedback").map((r) => r.headers()["idempotency-key"])).size).toBe(2)
+  })
+
+  it("sends the host page's identity token with the post, which is then attached to a contact", async () => {
+    const secret = new TextEncoder().encode(demo.organizations[0].jwtSecrets[0])
+    const token = await new SignJWT({ email: "alice@example.com", id: "user-123", name: "Alice Example" })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" }).setAudience("org_demo").setIssuedAt().setExpirationTime("1h").sign(secret)
+    const title = `Signed in ${Date.now()}`
+    await open(`${allowed.origin}/?token=${token}`)
+    await page.getByRole("radio", { name: "Feature requests" }).check()
+    await page.getByLabel("Title").fill(title)
+    await page.getByRole("button", { name: "Send feedback" }).click()
+    await expect.poll(() => page.getByRole("status").filter({ hasText: "Thank you" }).count()).toBe(1)
+    expect(requestsTo("feedback")[0]!.postDataJSON().token).toBe(token)
+    const rows = await api.db.query<{ email: string }>((sql) =>
+      sql`SELECT c.email FROM posts p JOIN contacts c ON c.id = p.contact_id WHERE p.title = ${title}`)
+    expect(rows).toEqual([{ email: "alice@example.com" }])
   })
 
   it("shows the server's field-level message next to the field it names", async () => {
@@ -363,6 +381,10 @@ describe("the widget on an origin the API does not allow", () => {
     expect(await page.getByRole("radio").count()).toBe(0)
     expect(await page.getByText("Boards could not be loaded.").count()).toBe(1)
     await shot("cors")
+    // "Try again" asks again, and is refused again.
+    await page.getByRole("button", { name: "Try again" }).click()
+    await expect.poll(() => failed).toEqual(["/api/widget/v1/boards", "/api/widget/v1/boards"])
+    await expect.poll(() => alert.textContent()).toBe("Can't reach the feedback service from this page.")
   })
 })
 

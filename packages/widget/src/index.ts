@@ -84,6 +84,16 @@ const describe = (error: ClientError<EndpointId>): string => {
   }
 }
 
+const escapes: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;" }
+
+/**
+ * What the visitor typed, as the HTML the API takes: escaped, paragraphs at
+ * blank lines, line breaks kept. `a < b` and `<b>` stay text, exactly as typed.
+ */
+export const textToHtml = (text: string): string =>
+  text.trim() === "" ? "" : text.trim().split(/\n\s*\n/).map((paragraph) =>
+    `<p>${paragraph.trim().replace(/[&<>"]/g, (c) => escapes[c]!).replace(/\n/g, "<br>")}</p>`).join("")
+
 const scriptOrigin = (): string => new URL(import.meta.url).origin
 
 const init = (options: InitOptions): WidgetHandle => {
@@ -211,7 +221,13 @@ const init = (options: InitOptions): WidgetHandle => {
   const loadBoards = async () => {
     const answer = await client.boards({ organizationId }, { ifNoneMatch: boardsCache?.etag })
     if (!answer.ok) {
-      boardList.replaceChildren(h("span", { class: "muted" }, "Boards could not be loaded."))
+      const retry = h("button", { type: "button", class: "secondary" }, "Try again")
+      retry.addEventListener("click", () => {
+        showAlert("")
+        boardList.replaceChildren(h("span", { class: "muted" }, "Loading boards…"))
+        void loadBoards()
+      })
+      boardList.replaceChildren(h("span", { class: "muted" }, "Boards could not be loaded."), retry)
       showAlert(describe(answer.error))
       return
     }
@@ -249,7 +265,7 @@ const init = (options: InitOptions): WidgetHandle => {
 
   // ------------------------------------------------------------ suggestions
 
-  const draft = () => ({ organizationId, boardId: selectedBoard(), title: title.value.trim(), content: content.value.trim() })
+  const draft = () => ({ organizationId, boardId: selectedBoard(), title: title.value.trim(), content: textToHtml(content.value) })
 
   const renderSuggestions = (list: ReadonlyArray<Suggestion>) => {
     if (list.length === 0) {
@@ -277,7 +293,11 @@ const init = (options: InitOptions): WidgetHandle => {
       return "retryAfterSeconds" in answer.error ? answer.error.retryAfterSeconds : undefined
     }
   })
-  const onDraftChange = () => scheduler.changed()
+  const onDraftChange = () => {
+    // A draft too short to ask about shows no stale list.
+    if (draft().title.length < 3) similar.replaceChildren()
+    scheduler.changed()
+  }
 
   // ------------------------------------------------------------ submitting
 
@@ -309,6 +329,9 @@ const init = (options: InitOptions): WidgetHandle => {
         idempotency = undefined
         scheduler.reset()
         form.reset()
+        // Keep the board: the next post most likely goes to the same one.
+        const kept = boardList.querySelector<HTMLInputElement>(`input[value="${CSS.escape(d.boardId)}"]`)
+        if (kept) kept.checked = true
         similar.replaceChildren()
         form.hidden = true
         again.hidden = false
