@@ -25,6 +25,15 @@ const measure = (name: string, code: Uint8Array, budgetGzipBytes: number): Bundl
   return { name, rawBytes: code.length, gzipBytes, budgetGzipBytes, met: gzipBytes <= budgetGzipBytes }
 }
 
+const readWidget = () => {
+  const file = join(root, "packages/widget/dist/widget.js")
+  try {
+    return readFileSync(file)
+  } catch (error) {
+    throw new Error(`${file} is missing: run npm run build first`, { cause: error })
+  }
+}
+
 export const bundleSizes = async (): Promise<ReadonlyArray<BundleSize>> => {
   const thin = await build({
     entryPoints: [join(root, "packages/api/dist/thin.js")],
@@ -38,7 +47,7 @@ export const bundleSizes = async (): Promise<ReadonlyArray<BundleSize>> => {
   })
   return [
     measure("thin client (@hearken/api/thin)", thin.outputFiles[0]!.contents, 3 * 1024),
-    measure("whole widget (widget.js, CSS included)", readFileSync(join(root, "packages/widget/dist/widget.js")), 20 * 1024)
+    measure("whole widget (widget.js, CSS included)", readWidget(), 20 * 1024)
   ]
 }
 
