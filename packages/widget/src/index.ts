@@ -135,8 +135,9 @@ const init = (options: InitOptions): WidgetHandle => {
     return h("div", { class: "field" }, h("label", { for: control.id }, label), control,
       h("p", { class: "error", id: id(`${name}-error`) }))
   }
-  const title = h("input", { type: "text", maxlength: "200", autocomplete: "off", required: true })
-  const content = h("textarea", { maxlength: "20000", rows: "4" })
+  // No maxlength: browsers count UTF-16 units, the server counts code points (200 emoji make a valid title) and says which field is too long.
+  const title = h("input", { type: "text", autocomplete: "off", required: true })
+  const content = h("textarea", { rows: "4" })
   /** Similar posts; polite, so a screen reader hears them after the visitor stops typing. */
   const similar = h("div", { class: "similar", "aria-live": "polite", id: id("similar") })
   const submit = h("button", { type: "submit", class: "primary" }, "Send feedback")
