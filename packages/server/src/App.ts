@@ -21,6 +21,8 @@ import * as Edge from "./http/Edge.js"
 import * as NodeErrors from "./http/NodeErrors.js"
 import * as RequestErrors from "./http/RequestErrors.js"
 import * as WidgetHandlers from "./http/WidgetHandlers.js"
+import * as Logging from "./observability/Logging.js"
+import * as Tracing from "./observability/Tracing.js"
 import { Contacts } from "./identity/Contacts.js"
 import { IdentityTokens } from "./identity/IdentityTokens.js"
 import * as RateLimitHttp from "./rate-limit/http.js"
@@ -62,7 +64,7 @@ const Docs = HttpApiScalar.layer(HearkenApi, {
   })).layer
 ))
 
-const Routes = Layer.mergeAll(Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog)
+const Routes = Layer.mergeAll(Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog, Tracing.responseHeader)
 
 /**
  * The listening socket. Node's own refusals (parse errors, oversized headers,
@@ -110,11 +112,14 @@ const LogLevelLive = Layer.unwrap(Effect.gen(function*() {
   return Layer.succeed(References.MinimumLogLevel, config.logLevel)
 }))
 
+/** The log level and format, and the trace exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
+const Observability = Layer.mergeAll(LogLevelLive, Logging.layer, Tracing.layer)
+
 /** Schema, services and the configured seed: what the server and `npm run seed` share. */
 export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
   Layer.provideMerge(Services),
   Layer.provideMerge(Database.layer),
-  Layer.provideMerge(LogLevelLive)
+  Layer.provideMerge(Observability)
 )
 
 /**
@@ -131,7 +136,7 @@ export const App = Layer.mergeAll(
 ).pipe(Layer.provide(Core))
 
 /** The migrated database and the log level, without the API: for workers and operator commands. */
-export const Tooling = Database.layer.pipe(Layer.provideMerge(LogLevelLive))
+export const Tooling = Database.layer.pipe(Layer.provideMerge(Observability))
 
 /** `npm run worker`: webhook delivery alone, for dedicated worker processes. */
 export const Worker = WebhookWorker.layerAlways.pipe(Layer.provide(Tooling))

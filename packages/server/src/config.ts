@@ -45,6 +45,26 @@ export interface ServerConfigShape {
   readonly webhookAllowPrivateUrls: boolean
   readonly rateLimitMultiplier: number
   readonly logLevel: LogLevel.LogLevel
+
+  // Traces and logs (issue 13): `observability/Tracing.ts`, `observability/Logging.ts`.
+  /** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
+  readonly tracing: Option.Option<TracingConfig>
+  /** `LOG_FORMAT`: `text` for a terminal (the default), `json` for one object per line. */
+  readonly logFormat: "text" | "json"
+}
+
+export interface TracingConfig {
+  /** Where spans are POSTed: `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`. */
+  readonly url: URL
+  /** `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` (the OpenTelemetry default) or `http/json`. */
+  readonly protocol: "http/protobuf" | "http/json"
+  readonly serviceName: string
+  /** `OTEL_RESOURCE_ATTRIBUTES`, `key=value` pairs. */
+  readonly resourceAttributes: Record<string, string>
+  /** `OTEL_EXPORTER_OTLP_HEADERS`, often a collector's API key. */
+  readonly headers: Redacted.Redacted<Record<string, string>>
+  /** `OTEL_BSP_SCHEDULE_DELAY`: how often spans are sent. */
+  readonly exportIntervalMs: number
 }
 
 /** Reads one variable as a raw string; unset and empty both mean "absent". */
@@ -62,9 +82,9 @@ const parse = <A>(name: string, value: string, parser: Parser<A>, expected: stri
     : Effect.succeed(parsed)
 }
 
-const variable = Effect.fnUntraced(function*<A>(name: string, parser: Parser<A>, expected: string, fallback: A) {
+const variable = Effect.fnUntraced(function*<A>(name: string, parser: Parser<A>, expected: string, fallback: A, secret = false) {
   const value = yield* raw(name)
-  return Option.isNone(value) ? fallback : yield* parse(name, value.value, parser, expected)
+  return Option.isNone(value) ? fallback : yield* parse(name, value.value, parser, expected, secret)
 })
 
 const optionalVariable = Effect.fnUntraced(function*<A>(name: string, parser: Parser<A>, expected: string, secret = false) {
@@ -119,6 +139,45 @@ const logLevels: Record<string, LogLevel.LogLevel> = {
 
 const anyString: Parser<string> = (value) => value
 
+/** OpenTelemetry's `key=value,key2=value2` lists (resource attributes, headers), values percent-encoded. */
+const keyValues: Parser<Record<string, string>> = (value) => {
+  const out: Record<string, string> = {}
+  for (const pair of value.split(",")) {
+    if (pair.trim() === "") continue
+    const equals = pair.indexOf("=")
+    if (equals <= 0) return undefined
+    try {
+      out[decodeURIComponent(pair.slice(0, equals).trim())] = decodeURIComponent(pair.slice(equals + 1).trim())
+    } catch {
+      return undefined
+    }
+  }
+  return out
+}
+
+const loadTracing = Effect.gen(function*() {
+  const endpoint = yield* optionalVariable("OTEL_EXPORTER_OTLP_ENDPOINT", url(["http:", "https:"]), "an http(s) URL")
+  if (Option.isNone(endpoint)) return Option.none<TracingConfig>()
+  const traces = new URL(endpoint.value)
+  traces.pathname = `${traces.pathname.replace(/\/+$/, "")}/v1/traces`
+  const resourceAttributes = yield* variable("OTEL_RESOURCE_ATTRIBUTES", keyValues, "key=value pairs separated by commas", {})
+  return Option.some<TracingConfig>({
+    url: traces,
+    protocol: yield* variable(
+      "OTEL_EXPORTER_OTLP_PROTOCOL",
+      (v): TracingConfig["protocol"] | undefined => v === "http/protobuf" || v === "http/json" ? v : undefined,
+      "http/protobuf or http/json",
+      "http/protobuf"
+    ),
+    serviceName: yield* variable("OTEL_SERVICE_NAME", anyString, "a service name", resourceAttributes["service.name"] ?? "hearken"),
+    resourceAttributes,
+    headers: Redacted.make(
+      yield* variable("OTEL_EXPORTER_OTLP_HEADERS", keyValues, "key=value pairs separated by commas", {}, true)
+    ),
+    exportIntervalMs: yield* variable("OTEL_BSP_SCHEDULE_DELAY", integer(1, 3_600_000), "a number of milliseconds", 5000)
+  })
+})
+
 export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | Config.ConfigError> = Effect.gen(
   function*() {
     const port = yield* variable("PORT", integer(0, 65535), "a port number between 0 and 65535", 3000)
@@ -170,7 +229,16 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
       webhookWorker: yield* variable("WEBHOOK_WORKER", boolean, "true or false", true),
       webhookAllowPrivateUrls: yield* variable("WEBHOOK_ALLOW_PRIVATE_URLS", boolean, "true or false", false),
       rateLimitMultiplier: yield* variable("RATE_LIMIT_MULTIPLIER", decimal(1, 1_000_000), "a number between 1 and 1000000", 1),
-      logLevel: yield* variable("LOG_LEVEL", (v) => logLevels[v.toLowerCase()], "one of trace, debug, info, warn, error, fatal, none", "Info" as LogLevel.LogLevel)
+      logLevel: yield* variable("LOG_LEVEL", (v) => logLevels[v.toLowerCase()], "one of trace, debug, info, warn, error, fatal, none", "Info" as LogLevel.LogLevel),
+
+      // Traces and logs (issue 13).
+      tracing: yield* loadTracing,
+      logFormat: yield* variable(
+        "LOG_FORMAT",
+        (v): "text" | "json" | undefined => v.toLowerCase() === "json" ? "json" : v.toLowerCase() === "text" ? "text" : undefined,
+        "text or json",
+        "text"
+      )
     }
   }
 )

@@ -1,6 +1,7 @@
-import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Option, Queue, type Tracer } from "effect"
 import { randomUUID } from "node:crypto"
 import { ServerConfig } from "../config.js"
+import { exportedSpan, linkToSpans } from "../observability/Tracing.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import type { SqlError } from "effect/sql"
 import { type ClaimedPost, EmbeddingRepo } from "./EmbeddingRepo.js"
@@ -17,13 +18,19 @@ export const maxLoopBackoffMs = 60_000
 /** New posts remembered for the worker; past this the oldest are left to the next sweep. */
 const signalCapacity = 4_096
 
+/** A post just created, and the span of the request that created it (when spans are exported) to link to. */
+export interface CreatedPost {
+  readonly postId: string
+  readonly span: Tracer.AnySpan | undefined
+}
+
 /** Told of each post created, after its transaction commits, so that it is embedded at once. */
 export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
   readonly postCreated: (postId: string) => Effect.Effect<void>
   /** The posts created since the last call; waits for at least one. */
-  readonly created: Effect.Effect<ReadonlyArray<string>>
+  readonly created: Effect.Effect<ReadonlyArray<CreatedPost>>
   /** The posts created since the last call, perhaps none; does not wait. */
-  readonly poll: Effect.Effect<ReadonlyArray<string>>
+  readonly poll: Effect.Effect<ReadonlyArray<CreatedPost>>
 }>()("hearken/EmbeddingSignal") {
   /** A queue when embeddings are configured; otherwise nothing is remembered. */
   static readonly layer = Layer.effect(
@@ -33,9 +40,10 @@ export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
       if (Option.isNone(config.embeddings)) {
         return EmbeddingSignal.of({ postCreated: () => Effect.void, created: Effect.never, poll: Effect.succeed([]) })
       }
-      const queue = yield* Queue.sliding<string>(signalCapacity)
+      const queue = yield* Queue.sliding<CreatedPost>(signalCapacity)
       return EmbeddingSignal.of({
-        postCreated: (postId) => Queue.offer(queue, postId).pipe(Effect.asVoid),
+        postCreated: (postId) =>
+          exportedSpan.pipe(Effect.flatMap((span) => Queue.offer(queue, { postId, span })), Effect.asVoid),
         created: Queue.takeAll(queue),
         poll: Queue.clear(queue)
       })
@@ -53,8 +61,12 @@ export interface StepResult {
 /** One round of embedding: lease due posts, embed them in one call, store the vectors or the failure. */
 export class EmbeddingRound extends Context.Service<EmbeddingRound, {
   readonly model: Model
-  /** `postIds`: only those (just created); otherwise any due post (the back-fill). */
-  readonly run: (postIds?: ReadonlyArray<string>) => Effect.Effect<StepResult>
+  /**
+   * `postIds`: only those (just created); otherwise any due post (the
+   * back-fill). The round's span links to `links`, the spans of the requests
+   * that created them.
+   */
+  readonly run: (postIds?: ReadonlyArray<string>, links?: ReadonlyArray<Tracer.AnySpan>) => Effect.Effect<StepResult>
 }>()("hearken/EmbeddingRound") {
   static readonly layer = Layer.effect(
     EmbeddingRound,
@@ -106,7 +118,8 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
           })
         )
 
-      const run = Effect.fn("EmbeddingRound.run")(function*(postIds?: ReadonlyArray<string>) {
+      const run = Effect.fn("EmbeddingRound.run")(function*(postIds?: ReadonlyArray<string>, links: ReadonlyArray<Tracer.AnySpan> = []) {
+        yield* linkToSpans(links)
         const token = randomUUID()
         return yield* Effect.gen(function*() {
           const nowMs = yield* Clock.currentTimeMillis
@@ -141,8 +154,8 @@ const loop = Effect.gen(function*() {
   let failures = 0
   let nextSweep = 0
   // A round that fails outright (the database is away) counts as a failed call: the loop waits, then goes on.
-  const attempt = (postIds?: ReadonlyArray<string>) =>
-    round.run(postIds).pipe(
+  const attempt = (created?: ReadonlyArray<CreatedPost>) =>
+    round.run(created?.map((post) => post.postId), created?.flatMap((post) => post.span === undefined ? [] : [post.span])).pipe(
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.interrupt
@@ -157,7 +170,7 @@ const loop = Effect.gen(function*() {
     failures += 1
     return Effect.sleep(Math.min(config.embeddingsRetryBaseMs * 2 ** (failures - 1), maxLoopBackoffMs))
   }
-  const embedCreated = (created: ReadonlyArray<string>) =>
+  const embedCreated = (created: ReadonlyArray<CreatedPost>) =>
     Effect.gen(function*() {
       for (let i = 0; i < created.length; i += batchSize) yield* settle(yield* attempt(created.slice(i, i + batchSize)))
     })

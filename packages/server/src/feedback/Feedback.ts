@@ -72,8 +72,8 @@ export class Feedback extends Context.Service<Feedback, {
         if (Option.isNone(statusId)) {
           return yield* new InternalServerError({ message: "The organization has no post statuses configured" })
         }
-        const content = sanitizer.post(request.content)
-        const text = sanitizer.text(content)
+        const content = yield* Effect.sync(() => sanitizer.post(request.content)).pipe(Effect.withSpan("Sanitizer.post"))
+        const text = yield* Effect.sync(() => sanitizer.text(content)).pipe(Effect.withSpan("Sanitizer.text"))
         const id = randomUUID()
         const metadata = request.metadata ?? {}
         // The contact, its companies, the post and its webhook event commit together, or not at all.

@@ -1,12 +1,15 @@
 import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
+import * as Tracing from "../observability/Tracing.js"
 
 const notFound = HttpServerResponse.jsonUnsafe({ _tag: "NotFoundError" }, { status: 404 })
-const internal = HttpServerResponse.jsonUnsafe(
-  { _tag: "InternalServerError", message: "Internal server error" },
-  { status: 500 }
-)
+/** A 500 names its trace (when traced) in `detail`, so that a user's report finds the log line. */
+const internal = (traceId: string | undefined) =>
+  HttpServerResponse.jsonUnsafe(
+    { _tag: "InternalServerError", message: "Internal server error", ...(traceId === undefined ? {} : { detail: traceId }) },
+    { status: 500 }
+  )
 
 const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
   Option.exists(Cause.findErrorOption(cause), (e) =>
@@ -17,7 +20,11 @@ export const fallback = HttpRouter.middleware((httpEffect) =>
   Effect.catchCause(httpEffect, (cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
     if (isRouteNotFound(cause)) return Effect.succeed(notFound)
-    return Effect.logError("Unhandled failure outside the API", cause).pipe(Effect.as(internal))
+    return Effect.flatMap(Tracing.currentTraceId, (traceId) =>
+      Effect.logError("Unhandled failure outside the API", cause).pipe(
+        Effect.annotateLogs(traceId === undefined ? {} : { traceId }),
+        Effect.as(internal(traceId))
+      ))
   }), { global: true })
 
 const hostMissing = HttpServerResponse.jsonUnsafe(
@@ -68,7 +75,7 @@ export const cors = Layer.unwrap(Effect.gen(function*() {
     allowedMethods: ["GET", "POST", "OPTIONS"],
     // A widget may revalidate /boards and /updates itself (decision 0010): it sends If-None-Match and reads ETag.
     allowedHeaders: ["content-type", "if-none-match"],
-    exposedHeaders: ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "retry-after", "etag"],
+    exposedHeaders: ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "retry-after", "etag", Tracing.traceIdHeader],
     maxAge: 600
   }), { global: true })
 }))

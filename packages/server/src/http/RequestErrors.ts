@@ -3,6 +3,7 @@ import { ByteSize, Cause, Effect, Layer, Result } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { describeIssue } from "../issues.js"
+import * as Tracing from "../observability/Tracing.js"
 
 /** Request bodies over this are refused with 400 before or while they are read. */
 export const maxBodyBytes = 1024 * 1024
@@ -67,7 +68,18 @@ const isMaxBytes = (defect: unknown): boolean => {
 }
 
 const tooLarge = new DataValidationError({ message: `body: larger than ${maxBodyBytes} bytes (1 MiB)` })
-const internal = new InternalServerError({ message: "Internal server error" })
+const defaultMessage = "Internal server error"
+
+/**
+ * A 500 is logged once, here, with its cause and trace id; its body carries
+ * the id as `detail` (when the request is traced) and nothing else of the cause.
+ */
+const internal = (message: string, cause: Cause.Cause<unknown>) =>
+  Effect.flatMap(Tracing.currentTraceId, (traceId) =>
+    Effect.logError(message === defaultMessage ? "Unexpected failure while handling a request" : `Request failed: ${message}`, cause).pipe(
+      Effect.annotateLogs(traceId === undefined ? {} : { traceId }),
+      Effect.andThen(Effect.fail(new InternalServerError({ message, ...(traceId === undefined ? {} : { detail: traceId }) })))
+    ))
 
 /**
  * Every endpoint's edge: refuses bodies that are not UTF-8 JSON, compressed
@@ -109,12 +121,15 @@ const toEdgeFailure = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | DataV
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
   const error = Cause.findError(cause)
   if (Result.isSuccess(error)) {
-    return HttpApiError.HttpApiSchemaError.is(error.success) ? Effect.fail(fromSchemaError(error.success)) : Effect.fail(error.success)
+    if (HttpApiError.HttpApiSchemaError.is(error.success)) return Effect.fail(fromSchemaError(error.success))
+    // A handler's own 500 (an organization with no statuses) is logged like any other.
+    if (error.success instanceof InternalServerError) return internal(error.success.message, cause)
+    return Effect.fail(error.success)
   }
   const defect = Cause.findDefect(cause)
   if (Result.isSuccess(defect)) {
     if (HttpApiError.HttpApiSchemaError.is(defect.success)) return Effect.fail(fromSchemaError(defect.success))
     if (isMaxBytes(defect.success)) return Effect.fail(tooLarge)
   }
-  return Effect.logError("Unexpected failure while handling a request", cause).pipe(Effect.andThen(Effect.fail(internal)))
+  return internal(defaultMessage, cause)
 }

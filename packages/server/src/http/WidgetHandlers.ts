@@ -4,6 +4,7 @@ import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { PublicAnswers } from "../caching/PublicAnswers.js"
 import { Feedback } from "../feedback/Feedback.js"
+import { organization } from "../observability/Tracing.js"
 import { Suggestions } from "../suggestions/Suggestions.js"
 
 const ifNoneMatch = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers["if-none-match"])
@@ -23,11 +24,15 @@ export const layer = HttpApiBuilder.group(
     const answers = yield* PublicAnswers
     const feedback = yield* Feedback
     const suggestions = yield* Suggestions
+    // Each request's HTTP span names its organization (when spans are exported).
     return handlers.handleAll({
-      boards: ({ query }) => Effect.flatMap(ifNoneMatch, (tag) => answers.boards(query.organizationId, tag)),
-      updates: ({ query }) => Effect.flatMap(ifNoneMatch, (tag) => answers.updates(query.organizationId, tag)),
-      feedback: ({ payload }) => Effect.flatMap(idempotencyKey, (key) => feedback.create(payload, key)),
-      suggestions: ({ payload }) => suggestions.suggest(payload)
+      boards: ({ query }) =>
+        organization(query.organizationId).pipe(Effect.andThen(ifNoneMatch), Effect.flatMap((tag) => answers.boards(query.organizationId, tag))),
+      updates: ({ query }) =>
+        organization(query.organizationId).pipe(Effect.andThen(ifNoneMatch), Effect.flatMap((tag) => answers.updates(query.organizationId, tag))),
+      feedback: ({ payload }) =>
+        organization(payload.organizationId).pipe(Effect.andThen(idempotencyKey), Effect.flatMap((key) => feedback.create(payload, key))),
+      suggestions: ({ payload }) => organization(payload.organizationId).pipe(Effect.andThen(suggestions.suggest(payload)))
     })
   })
 )

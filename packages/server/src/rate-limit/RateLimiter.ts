@@ -13,6 +13,9 @@ export const periodMs = 60_000
 export const redisTimeoutMs = 500
 const keyPrefix = "hearken:rl:"
 
+/** Every decision is a span of its request, whichever store makes it. */
+const traced = Effect.withSpan("RateLimiter.consume")
+
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Spends one request of `limit` per minute from `bucket`. */
   readonly consume: (bucket: string, limit: number) => Effect.Effect<Decision, RateLimiterUnavailable>
@@ -34,7 +37,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             const { tat, ...decision } = gcra(tats.get(bucket), Date.now(), limit, periodMs)
             tats.set(bucket, tat)
             return decision
-          })
+          }).pipe(traced)
       })
     })
   )
@@ -101,7 +104,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
                 remaining,
                 resetMs,
                 retryAfterMs
-              }))
+              })),
+              traced
             )
         })
       })

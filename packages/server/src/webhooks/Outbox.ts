@@ -2,6 +2,7 @@ import { PostCreatedEvent, postCreatedEventType } from "@hearken/api"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { currentTraceparent } from "../observability/Tracing.js"
 import { WebhookRepo } from "./WebhookRepo.js"
 
 const encode = Schema.encodeSync(Schema.fromJsonString(PostCreatedEvent))
@@ -26,7 +27,9 @@ export class WebhookOutbox extends Context.Service<WebhookOutbox, {
             id: `msg_${randomUUID().replaceAll("-", "")}`,
             organizationId: data.organizationId,
             type: postCreatedEventType,
-            body
+            body,
+            // Its deliveries link back to this request's trace.
+            traceparent: yield* currentTraceparent
           })
         })
       })

@@ -13,6 +13,8 @@ export interface ClaimedDelivery {
   readonly endpointId: string
   readonly url: string
   readonly secret: string
+  /** The W3C `traceparent` of the request that created the event, when it was traced. */
+  readonly traceparent: string | null
 }
 
 export interface Claim {
@@ -89,6 +91,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
     readonly organizationId: string
     readonly type: string
     readonly body: string
+    readonly traceparent: string | null
   }) => Q<number>
   /**
    * Leases up to `limit` due deliveries of endpoints that are not paused
@@ -137,13 +140,19 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           WHERE webhook_endpoints.organization_id = EXCLUDED.organization_id
           RETURNING id`
 
-      const enqueue = (event: { readonly id: string; readonly organizationId: string; readonly type: string; readonly body: string }) =>
+      const enqueue = (event: {
+        readonly id: string
+        readonly organizationId: string
+        readonly type: string
+        readonly body: string
+        readonly traceparent: string | null
+      }) =>
         sql<{ count: number }>`WITH endpoints AS (
             SELECT id, paused_at FROM webhook_endpoints
             WHERE organization_id = ${event.organizationId} AND ${event.type} = ANY (events)
           ), event AS (
-            INSERT INTO webhook_events (id, organization_id, type, body)
-            SELECT ${event.id}, ${event.organizationId}, ${event.type}, ${event.body}
+            INSERT INTO webhook_events (id, organization_id, type, body, traceparent)
+            SELECT ${event.id}, ${event.organizationId}, ${event.type}, ${event.body}, ${event.traceparent}
             WHERE EXISTS (SELECT 1 FROM endpoints)
             RETURNING id
           ), deliveries AS (
@@ -180,7 +189,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           FROM due, webhook_events ev, webhook_endpoints e
           WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
           RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
-            e.id AS "endpointId", e.url, e.secret`
+            e.id AS "endpointId", e.url, e.secret, ev.traceparent`
 
       const complete = (delivery: ClaimedDelivery, c: Completion, policy: PausePolicy) => {
         const now = iso(c.nowMs)

@@ -2,6 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Effect, Fiber, Layer, Option, Queue, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { ServerConfig } from "../config.js"
+import { linkTo } from "../observability/Tracing.js"
 import { type AttemptResult, judge, type RetryPolicy } from "./RetryPolicy.js"
 import { deliveryHeaders, secretKey } from "./signature.js"
 import { WebhookTransport } from "./Transport.js"
@@ -56,6 +57,13 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
           )
 
       const attempt = Effect.fn("WebhookDelivery.attempt")(function*(delivery: ClaimedDelivery) {
+        // A trace of its own (it runs in the background), linked to the request that created the post.
+        yield* linkTo(delivery.traceparent)
+        yield* Effect.annotateCurrentSpan({
+          "hearken.webhook.delivery_id": delivery.id,
+          "hearken.webhook.endpoint_id": delivery.endpointId,
+          "hearken.webhook.attempt": delivery.attempts
+        })
         const result = yield* send(delivery, yield* Clock.currentTimeMillis)
         const now = yield* Clock.currentTimeMillis
         const verdict = judge(policy, delivery.attempts, result, yield* Random.next, now)

@@ -9,6 +9,7 @@ import slugCounters from "./0007_slug_counters.js"
 import updateHtml from "./0008_update_html.js"
 import idempotencyKeys from "./0009_idempotency_keys.js"
 import ginPendingLists from "./0010_gin_pending_lists.js"
+import webhookTraceContext from "./0011_webhook_trace_context.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -21,5 +22,6 @@ export const loader = Migrator.fromRecord({
   "0007_slug_counters": slugCounters,
   "0008_update_html": updateHtml,
   "0009_idempotency_keys": idempotencyKeys,
-  "0010_gin_pending_lists": ginPendingLists
+  "0010_gin_pending_lists": ginPendingLists,
+  "0011_webhook_trace_context": webhookTraceContext
 })

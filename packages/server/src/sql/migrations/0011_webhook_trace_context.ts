@@ -1,0 +1,12 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/**
+ * The W3C `traceparent` of the request that created an event (issue 13), so
+ * that its deliveries, sent later by any worker, link back to that request's
+ * trace. NULL when traces are not exported.
+ */
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE webhook_events ADD COLUMN traceparent text`
+})
