@@ -1,4 +1,6 @@
+import { ConfigProvider, Effect, Option, Redacted, Result } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
+import { loadServerConfig } from "../packages/server/dist/config.js"
 import { Collector } from "./support/collector.js"
 import { baseFixture } from "./support/fixtures.js"
 import { endpoint, Receiver } from "./support/receiver.js"
@@ -116,5 +118,45 @@ describe("traces over OTLP/HTTP", () => {
   it("exposes x-trace-id to browsers", async () => {
     const res = await fetch(`${server.api}/boards?organizationId=org_acme`, { headers: { origin: server.origin } })
     expect(res.headers.get("access-control-expose-headers")?.split(/,\s*/)).toContain("x-trace-id")
+  })
+})
+
+describe("trace configuration", () => {
+  const load = (env: Record<string, string>) =>
+    Effect.runPromise(Effect.result(loadServerConfig.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))))
+
+  it("exports nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set", async () => {
+    const config = await load({})
+    expect(Result.isSuccess(config) && Option.isNone(config.success.tracing)).toBe(true)
+    expect(Result.isSuccess(config) && config.success.logFormat).toBe("text")
+  })
+
+  it("reads the standard variables, with OpenTelemetry's defaults", async () => {
+    const config = await load({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/otlp/",
+      OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=prod,team=feed%20back",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=abc%3D"
+    })
+    if (!Result.isSuccess(config) || Option.isNone(config.success.tracing)) throw new Error("expected tracing")
+    const tracing = config.success.tracing.value
+    expect(tracing.url.href).toBe("http://collector:4318/otlp/v1/traces")
+    expect(tracing.protocol).toBe("http/protobuf")
+    expect(tracing.serviceName).toBe("hearken")
+    expect(tracing.resourceAttributes).toEqual({ "deployment.environment": "prod", team: "feed back" })
+    expect(Redacted.value(tracing.headers)).toEqual({ "x-api-key": "abc=" })
+    expect(tracing.exportIntervalMs).toBe(5000)
+  })
+
+  it("refuses a bad value naming the variable, and never prints the headers", async () => {
+    const protocol = await load({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })
+    expect(Result.isFailure(protocol) && protocol.failure.message).toBe(
+      "Invalid configuration: OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got \"grpc\""
+    )
+    const headers = await load({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "secret-token-no-equals" })
+    expect(Result.isFailure(headers) && headers.failure.message).toBe(
+      "Invalid configuration: OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas"
+    )
+    const format = await load({ LOG_FORMAT: "yaml" })
+    expect(Result.isFailure(format) && format.failure.message).toBe("Invalid configuration: LOG_FORMAT must be text or json, got \"yaml\"")
   })
 })

@@ -45,8 +45,9 @@ export const currentTraceparent: Effect.Effect<string | null> = Effect.map(expor
 export const linkTo = (traceparent: string | null, attributes: Record<string, unknown> = {}) =>
   traceparent === null ? Effect.void : Effect.flatMap(exportedSpan, (span) =>
     Effect.sync(() => {
+      if (span === undefined) return
       const target = HttpTraceContext.w3c(Headers.fromRecordUnsafe({ traceparent }))
-      if (span !== undefined && Option.isSome(target)) span.addLinks([{ span: target.value, attributes }])
+      if (Option.isSome(target)) span.addLinks([{ span: target.value, attributes }])
     }))
 
 /** Links the current span to spans captured earlier in requests. */
