@@ -26,6 +26,7 @@ import * as Tracing from "./observability/Tracing.js"
 import { Contacts } from "./identity/Contacts.js"
 import { IdentityTokens } from "./identity/IdentityTokens.js"
 import * as RateLimitHttp from "./rate-limit/http.js"
+import { Metrics } from "./observability/Metrics.js"
 import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
@@ -64,7 +65,8 @@ const Docs = HttpApiScalar.layer(HearkenApi, {
   })).layer
 ))
 
-const Routes = Layer.mergeAll(Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog, Tracing.responseHeader)
+// Metrics first: the first global middleware is the outermost, so it counts every answer as sent.
+const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog, Tracing.responseHeader)
 
 /**
  * The listening socket. Node's own refusals (parse errors, oversized headers,
@@ -139,4 +141,4 @@ export const App = Layer.mergeAll(
 export const Tooling = Database.layer.pipe(Layer.provideMerge(Observability))
 
 /** `npm run worker`: webhook delivery alone, for dedicated worker processes. */
-export const Worker = WebhookWorker.layerAlways.pipe(Layer.provide(Tooling))
+export const Worker = Layer.merge(WebhookWorker.layerAlways, Metrics.layerListener).pipe(Layer.provide(Tooling))

@@ -46,6 +46,12 @@ export interface ServerConfigShape {
   readonly rateLimitMultiplier: number
   readonly logLevel: LogLevel.LogLevel
 
+  // Metrics (issue 13): `observability/Metrics.ts`.
+  /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
+  readonly metricsPort: Option.Option<number>
+  /** `METRICS_HOST`: the metrics listener's address (default: `HOST`). */
+  readonly metricsHost: string
+
   // Traces and logs (issue 13): `observability/Tracing.ts`, `observability/Logging.ts`.
   /** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
   readonly tracing: Option.Option<TracingConfig>
@@ -181,13 +187,14 @@ const loadTracing = Effect.gen(function*() {
 export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | Config.ConfigError> = Effect.gen(
   function*() {
     const port = yield* variable("PORT", integer(0, 65535), "a port number between 0 and 65535", 3000)
+    const host = yield* variable("HOST", anyString, "a host name or address", "0.0.0.0")
     const embeddingsUrl = yield* optionalVariable("EMBEDDINGS_URL", url(["http:", "https:"]), "an http(s) URL")
     const embeddingsModel = yield* variable("EMBEDDINGS_MODEL", anyString, "a model name", "text-embedding-3-small")
     const embeddingsDimensions = yield* variable("EMBEDDINGS_DIMENSIONS", integer(1, 16000), "an integer between 1 and 16000", 1536)
     const embeddingsApiKey = yield* optionalVariable("EMBEDDINGS_API_KEY", (v) => Redacted.make(v), "a key", true)
     return {
       port,
-      host: yield* variable("HOST", anyString, "a host name or address", "0.0.0.0"),
+      host,
       databaseUrl: yield* optionalVariable(
         "DATABASE_URL",
         secretUrl(["postgres:", "postgresql:"]),
@@ -238,7 +245,11 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
         (v): "text" | "json" | undefined => v.toLowerCase() === "json" ? "json" : v.toLowerCase() === "text" ? "text" : undefined,
         "text or json",
         "text"
-      )
+      ),
+
+      // Metrics (issue 13).
+      metricsPort: yield* optionalVariable("METRICS_PORT", integer(0, 65535), "a port number between 0 and 65535"),
+      metricsHost: yield* variable("METRICS_HOST", anyString, "a host name or address", host)
     }
   }
 )

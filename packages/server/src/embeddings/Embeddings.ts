@@ -1,6 +1,7 @@
-import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Cause, Context, Data, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
+import * as Metrics from "../observability/Metrics.js"
 
 /**
  * An embeddings call that gave no usable vectors. `reason` never holds the key.
@@ -11,6 +12,7 @@ import { ServerConfig } from "../config.js"
 export class EmbeddingsError extends Data.TaggedError("EmbeddingsError")<{
   readonly reason: string
   readonly rejected?: boolean | undefined
+  readonly timedOut?: boolean | undefined
 }> {
   override get message() {
     return this.reason
@@ -126,9 +128,15 @@ export class Embeddings extends Context.Service<Embeddings, {
           Effect.scoped,
           Effect.timeoutOrElse({
             duration: timeoutMs,
-            orElse: () => Effect.fail(new EmbeddingsError({ reason: `no answer within ${timeoutMs} ms` }))
+            orElse: () => Effect.fail(new EmbeddingsError({ reason: `no answer within ${timeoutMs} ms`, timedOut: true }))
           }),
           Effect.mapError(describe),
+          Metrics.timeEmbeddingsCall((exit) =>
+            Exit.isSuccess(exit) ? "ok" : Option.match(Cause.findErrorOption(exit.cause), {
+              onNone: () => "error",
+              onSome: (error) => error.timedOut === true ? "timeout" : error.rejected === true ? "rejected" : "error"
+            })
+          ),
           Effect.tapError((error) =>
             Effect.logWarning(`Embeddings API call failed: ${error.reason}`).pipe(
               Effect.annotateLogs({ inputs: inputs.length, model: model.name })

@@ -2,6 +2,7 @@ import { RateLimit, RateLimitExceededError, RateLimits, RateLimitUnavailableErro
 import { Effect, Layer } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
+import * as Metrics from "../observability/Metrics.js"
 import { bucketOf, clientAddress } from "./ClientIp.js"
 import { type Decision, RateLimiter } from "./RateLimiter.js"
 
@@ -56,8 +57,12 @@ export const layer = Layer.effect(
         const bucket = `${endpoint.identifier}:${address === undefined ? "unknown" : bucketOf(address)}`
         const decision = yield* limiter.consume(bucket, limit).pipe(
           Effect.catchTag("RateLimiterUnavailable", () =>
-            setHeaders({ "retry-after": "1" }).pipe(Effect.andThen(Effect.fail(unavailable))))
+            Metrics.rateLimitDecision(endpoint.identifier, "unavailable").pipe(
+              Effect.andThen(setHeaders({ "retry-after": "1" })),
+              Effect.andThen(Effect.fail(unavailable))
+            ))
         )
+        yield* Metrics.rateLimitDecision(endpoint.identifier, decision.allowed ? "allowed" : "limited")
         yield* setHeaders(headersOf(limit, decision))
         if (!decision.allowed) {
           return yield* new RateLimitExceededError({

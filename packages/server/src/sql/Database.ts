@@ -27,6 +27,9 @@ export const migrate = Effect.gen(function*() {
   Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis"), while: (error) => !unreachable(error) })
 )
 
+/** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Metrics.ts`) count them there. */
+export const applicationName = `hearken ${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+
 /** Connections in the pool on PostgreSQL. */
 export const postgresPoolSize = 10
 
@@ -73,6 +76,7 @@ export const layer = Layer.unwrap(
         url: config.databaseUrl.value,
         maxConnections: poolSize(config),
         connectTimeout: "5 seconds",
+        applicationName,
         startupParameters: { statement_timeout: String(config.databaseStatementTimeoutMs) }
       })
     }

@@ -3,6 +3,7 @@ import { Cause, Clock, Context, Effect, Fiber, Layer, Option, Queue, Random, Sch
 import { randomUUID } from "node:crypto"
 import { ServerConfig } from "../config.js"
 import { linkTo } from "../observability/Tracing.js"
+import * as Metrics from "../observability/Metrics.js"
 import { type AttemptResult, judge, type RetryPolicy } from "./RetryPolicy.js"
 import { deliveryHeaders, secretKey } from "./signature.js"
 import { WebhookTransport } from "./Transport.js"
@@ -83,6 +84,7 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
         if (!recorded.recorded) {
           return yield* Effect.logWarning("Webhook attempt not recorded: its lease had run out, or its outcome was already written").pipe(log)
         }
+        yield* Metrics.webhookAttempt(verdict._tag === "Succeeded" ? "succeeded" : verdict._tag === "Retry" ? "retry" : "failed")
         if (verdict._tag === "Failed") {
           yield* Effect.logWarning(`Webhook delivery failed: ${verdict.reason}`).pipe(log)
         } else if (verdict._tag === "Retry") {
