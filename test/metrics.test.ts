@@ -6,7 +6,7 @@ import { startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture } from "./support/fixtures.js"
 import { send } from "./support/http.js"
 import { freePort } from "./support/net.js"
-import { processGroup } from "./support/process.js"
+import { processGroup, spawnScript, workerScript } from "./support/process.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { startSeededServer, type TestServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
@@ -253,6 +253,25 @@ describe("as a process", () => {
         expect(names).toContain("hearken_webhook_queue_depth")
       }
       expect(await group.stop(server)).toBe(0)
+    } finally {
+      await db.drop()
+    }
+  })
+
+  it("serves /metrics from a dedicated worker (npm run worker) with METRICS_PORT", async () => {
+    const db = await createDatabase()
+    try {
+      const metricsPort = await freePort()
+      const worker = group.track(spawnScript(workerScript, [], { DATABASE_URL: db.url, LOG_LEVEL: "error", METRICS_PORT: String(metricsPort) }))
+      const text = await eventually("the worker's metrics", () =>
+        fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.status === 200 ? r.text() : undefined, () => undefined))
+      const families = await parse(text)
+      expect(families["hearken_webhook_attempts_total"]?.data.map((d) => d.labels["outcome"]).sort()).toEqual(["failed", "retry", "succeeded"])
+      expect(families["hearken_webhook_queue_depth"]?.type).toBe("gauge")
+      // No HTTP API in a worker: no request metrics.
+      expect(families["hearken_http_requests_total"]).toBeUndefined()
+      expect(await listeningPorts(worker.child.pid!)).toEqual([metricsPort])
+      expect(await group.stop(worker)).toBe(0)
     } finally {
       await db.drop()
     }

@@ -1,5 +1,5 @@
 import { HearkenApi } from "@hearken/api"
-import { Cause, Clock, Effect, Exit, Layer, Metric, Option } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { PrometheusMetrics } from "effect/observability"
@@ -135,18 +135,21 @@ const failureStatus = (cause: Cause.Cause<unknown>) =>
 const requestsOf = labelled(requests)
 const durationOf = labelled(requestDuration)
 
-/** Counts and times every request on the public port, by endpoint and status. */
+/**
+ * Counts and times every request on the public port, by endpoint and status.
+ * It runs on every request, so it does its work synchronously, on the fiber.
+ */
 const requestMetrics = HttpRouter.middleware((httpEffect) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const start = yield* Clock.currentTimeMillis
-    return yield* Effect.onExit(httpEffect, (exit) =>
-      Effect.gen(function*() {
+  Effect.withFiber((fiber) => {
+    const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+    const start = performance.now()
+    return Effect.onExit(httpEffect, (exit) =>
+      Effect.sync(() => {
         const status = Exit.isSuccess(exit) ? exit.value.status : failureStatus(exit.cause)
         const endpoint = endpointOf(request.method, request.url)
-        const elapsed = ((yield* Clock.currentTimeMillis) - start) / 1000
-        yield* Metric.update(requestsOf({ endpoint, status: String(status) }), 1)
-        yield* Metric.update(durationOf({ endpoint }), elapsed)
+        const context = fiber.context
+        requestsOf({ endpoint, status: String(status) }).updateUnsafe(1, context)
+        durationOf({ endpoint }).updateUnsafe((performance.now() - start) / 1000, context)
       }))
   }), { global: true })
 
