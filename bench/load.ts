@@ -70,6 +70,13 @@
  * warm-up (a fifth of the run, at most 60 s) ends, at the end, the maximum,
  * and the slope after warm-up (least squares, MB per minute).
  *
+ * `--observability`: what the Prometheus metrics cost. Two Hearken processes
+ * on the same data, one without METRICS_PORT (no exporter: the default) and
+ * one with it, scraped once a second during its runs, are loaded alternately
+ * on GET /boards (the cheapest request, where a fixed cost per request shows
+ * most), BENCH_ROUNDS times each, as in load mode. Reports req/s, p50 and p99
+ * of each and their ratio.
+ *
  * Load mode (and `--smoke`) first prints and records the gzip sizes of the
  * thin client and the whole widget (`sizes.ts`; `npm run build` makes them).
  *
@@ -91,6 +98,7 @@ import { migrate } from "../packages/server/dist/sql/Database.js"
 import { loadDataset } from "./suggestions/dataset.ts"
 import { bundleSizes, printBundleSizes } from "./sizes.ts"
 import { freshDatabase, percentile, startProcess, withSql } from "./support.ts"
+import { freePort } from "../test/support/net.ts"
 
 // ---------------------------------------------------------------- knobs
 
@@ -114,7 +122,8 @@ const envNumber = (name: string, fallback: number) => {
 const smoke = flag("smoke")
 const growth = flag("growth")
 const soakSeconds = option("soak", undefined, 600)
-const mode = growth ? "growth" : soakSeconds !== undefined ? "soak" : "load"
+const observability = flag("observability")
+const mode = growth ? "growth" : soakSeconds !== undefined ? "soak" : observability ? "observability" : "load"
 const postCount = option("posts", smoke ? 100 : 10_000)!
 const updateCount = option("updates", smoke ? 10 : 200)!
 const growthMax = option("growth-max", 1_000_000)!
@@ -799,12 +808,65 @@ const soakMode = async (url: string, seconds: number) => {
   }
 }
 
+/** Metrics on against off, GET /boards, alternately (`--observability`). */
+const observabilityMode = async (url: string) => {
+  const half = (n: number) => [Math.ceil(n / 2), Math.floor(n / 2)]
+  console.log(`seeding ${n0(postCount)} posts, ${n0(updateCount)} updates…`)
+  await seed(url, half(postCount), half(updateCount))
+  const env = { DATABASE_URL: url, REDIS_URL: redisUrl, RATE_LIMIT_MULTIPLIER: rateLimitMultiplier, LOG_LEVEL: "warn" }
+  const metricsPort = await freePort()
+  const servers: Array<Server> = [
+    { name: "off", ...(await startProcess("main.js", env)) },
+    { name: "metrics", ...(await startProcess("main.js", { ...env, METRICS_PORT: String(metricsPort) })) }
+  ]
+  try {
+    const target = getTarget("boards", organizations)
+    const runs: Record<string, Array<Round>> = { off: [], metrics: [] }
+    let scrapes = 0
+    console.log(`${rounds} round(s) of ${duration} s after ${warmup} s warm-ups, ${connections} connections, off then metrics`)
+    for (let round = 0; round < rounds; round++) {
+      for (const server of servers) {
+        const scraper = server.name === "metrics"
+          ? setInterval(() => void fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text()).then(() => scrapes++), 1_000)
+          : undefined
+        const run = await measure(server, target).finally(() => clearInterval(scraper))
+        runs[server.name]!.push(run)
+        console.log(`  ${target.name} ${server.name} round ${round + 1}: ${n0(run.requestsPerSecond)} req/s, p50 ${ms(run.p50Ms)} ms, ` +
+          `p99 ${ms(run.p99Ms)} ms, ${run.non2xx} non-2xx, ${run.errors} errors`)
+      }
+    }
+    const off = summarize(runs["off"]!)
+    const on = summarize(runs["metrics"]!)
+    const ratios = { requestsPerSecond: on.requestsPerSecond / off.requestsPerSecond, p50: on.p50Ms / off.p50Ms, p99: on.p99Ms / off.p99Ms }
+    console.log("\n| GET /boards | req/s | p50 (ms) | p99 (ms) | non-2xx + errors |")
+    console.log("|---|---|---|---|---|")
+    for (const [name, r] of [["metrics off", off], ["METRICS_PORT set", on]] as const) {
+      console.log(`| ${name} | ${n0(r.requestsPerSecond)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.non2xx + r.errors} |`)
+    }
+    console.log(`| on / off | ${n2(ratios.requestsPerSecond)} | ${n2(ratios.p50)} | ${n2(ratios.p99)} | |`)
+    console.log(`${scrapes} scrapes during the metrics runs`)
+    writeResults({
+      mode: "observability",
+      ...environment(),
+      config: { posts: postCount, updates: updateCount, rounds, durationSeconds: duration, warmupSeconds: warmup, connections },
+      endpoint: target.name,
+      off,
+      metrics: on,
+      ratios,
+      scrapes
+    })
+  } finally {
+    for (const server of servers) await server.stop()
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 const database = await freshDatabase("load")
 try {
   if (mode === "growth") await growthMode(database.url)
   else if (mode === "soak") await soakMode(database.url, soakSeconds!)
+  else if (mode === "observability") await observabilityMode(database.url)
   else await loadMode(database.url)
 } finally {
   await database.drop()

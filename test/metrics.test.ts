@@ -8,6 +8,7 @@ import { send } from "./support/http.js"
 import { freePort } from "./support/net.js"
 import { processGroup, spawnScript, workerScript } from "./support/process.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
+import { OwnRedis } from "./support/redis.js"
 import { startSeededServer, type TestServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
@@ -207,6 +208,38 @@ describe("GET /metrics on METRICS_PORT", () => {
     const publicMetrics = await send(`${server.origin}/metrics`)
     expect(publicMetrics.status).toBe(404)
     expect(publicMetrics.body._tag).toBe("NotFoundError")
+  })
+})
+
+describe("with the limiter's Redis down", () => {
+  let redis: OwnRedis
+  let server: TestServer
+  let metricsPort: number
+  beforeAll(async () => {
+    redis = await OwnRedis.start()
+    metricsPort = await freePort()
+    server = await startSeededServer(baseFixture(), { METRICS_PORT: String(metricsPort), REDIS_URL: redis.url })
+  })
+  afterAll(async () => {
+    await server?.close()
+    await redis?.kill()
+  })
+
+  it("counts the 503s as unavailable decisions", async () => {
+    const before = await scrape(metricsPort)
+    expect((await send(`${server.api}/updates?organizationId=org_acme`, { from: "127.0.0.15" })).status).toBe(200)
+    await redis.kill()
+    const refused = await send(`${server.api}/updates?organizationId=org_acme`, { from: "127.0.0.15" })
+    expect(refused.status).toBe(503)
+    expect(refused.body._tag).toBe("RateLimitUnavailableError")
+    const after = await scrape(metricsPort)
+    const delta = (name: string, labels: Record<string, string>) => after.value(name, labels) - before.value(name, labels)
+    expect(delta("hearken_rate_limit_decisions_total", { endpoint: "updates", decision: "allowed" })).toBe(1)
+    expect(delta("hearken_rate_limit_decisions_total", { endpoint: "updates", decision: "unavailable" })).toBe(1)
+    expect(delta("hearken_rate_limit_decisions_total", { endpoint: "updates", decision: "limited" })).toBe(0)
+    expect(delta("hearken_http_requests_total", { endpoint: "updates", status: "503" })).toBe(1)
+    // Back, so that the server's Redis client closes at once.
+    await redis.restart()
   })
 })
 
