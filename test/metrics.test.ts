@@ -1,4 +1,5 @@
 import { readdir, readFile, readlink } from "node:fs/promises"
+import { type AddressInfo, createServer } from "node:net"
 import { getMetricsFromIterator, type PromHistogramData, type PromLabels, type PromMetric } from "prom2javascript"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createDatabase } from "./support/database.js"
@@ -6,7 +7,7 @@ import { startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture } from "./support/fixtures.js"
 import { send } from "./support/http.js"
 import { freePort } from "./support/net.js"
-import { processGroup, spawnScript, workerScript } from "./support/process.js"
+import { processGroup, spawnScript, spawnServer, workerScript } from "./support/process.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { OwnRedis } from "./support/redis.js"
 import { startSeededServer, type TestServer } from "./support/server.js"
@@ -287,6 +288,23 @@ describe("as a process", () => {
       }
       expect(await group.stop(server)).toBe(0)
     } finally {
+      await db.drop()
+    }
+  })
+
+  it("refuses to start, naming METRICS_PORT, when that port is taken", async () => {
+    const db = await createDatabase()
+    const taken = createServer()
+    try {
+      await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
+      const port = (taken.address() as AddressInfo).port
+      const server = group.track(spawnServer({ DATABASE_URL: db.url, LOG_LEVEL: "error", METRICS_PORT: String(port) }, await freePort()))
+      expect(await server.closed).toBe(1)
+      expect(server.stderr().trim()).toBe(
+        `hearken: Invalid configuration: METRICS_PORT cannot be listened on at 127.0.0.1:${port}: the address is in use`
+      )
+    } finally {
+      taken.close()
       await db.drop()
     }
   })

@@ -5,7 +5,7 @@ import { HttpApi } from "effect/http-api"
 import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
-import { ServerConfig } from "../config.js"
+import { InvalidConfig, ServerConfig } from "../config.js"
 import { applicationName, poolSize } from "../sql/Database.js"
 
 /**
@@ -228,8 +228,14 @@ const listener = (port: number, host: string) =>
       )
     })
     yield* Effect.acquireRelease(
-      Effect.callback<void, Error>((resume) => {
-        server.once("error", (error) => resume(Effect.fail(error)))
+      Effect.callback<void, InvalidConfig>((resume) => {
+        server.once("error", (error: NodeJS.ErrnoException) =>
+          resume(Effect.fail(
+            new InvalidConfig({
+              variable: "METRICS_PORT",
+              reason: `cannot be listened on at ${host}:${port}: ${error.code === "EADDRINUSE" ? "the address is in use" : error.message}`
+            })
+          )))
         server.listen(port, host, () => resume(Effect.void))
       }),
       () => Effect.callback<void>((resume) => {
