@@ -47,3 +47,27 @@ it("the load bench runs end to end: a row per endpoint, with numbers, and no err
     }
   }
 }, 90_000)
+
+/** `npm run bench -- --observability --smoke`: metrics on against off, so that the comparison cannot rot either. */
+it("the observability bench runs end to end: metrics off and on, scraped, with no errors", async () => {
+  const results = join(await mkdtemp(join(tmpdir(), "hearken-bench-")), "results.json")
+  const redis = new URL(testRedisUrl)
+  redis.pathname = "/14"
+  const bench = spawnScript(join(import.meta.dirname, "..", "bench", "load.ts"), ["--observability", "--smoke"], {
+    BENCH_DATABASE_URL: adminUrl,
+    BENCH_REDIS_URL: redis.toString(),
+    BENCH_RESULTS: results
+  })
+  const code = await bench.exited
+  const output = bench.output()
+  expect(code, output).toBe(0)
+  const number = String.raw`[\d,.]+`
+  expect(output).toMatch(new RegExp(String.raw`^\| metrics off \| ${number} \| ${number} \| ${number} \| 0 \|$`, "m"))
+  expect(output).toMatch(new RegExp(String.raw`^\| METRICS_PORT set \| ${number} \| ${number} \| ${number} \| 0 \|$`, "m"))
+  const written = JSON.parse(await readFile(results, "utf8"))
+  expect(written.mode).toBe("observability")
+  expect(written.off.requestsPerSecond).toBeGreaterThan(0)
+  expect(written.metrics.requestsPerSecond).toBeGreaterThan(0)
+  // One scrape a second during the 2-second runs.
+  expect(written.scrapes).toBeGreaterThanOrEqual(1)
+}, 90_000)
