@@ -19,33 +19,47 @@ import { applicationName, poolSize } from "../sql/Database.js"
 /** Seconds: a cached GET takes a few milliseconds, a suggestion up to the embeddings timeout. */
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-const requests = Metric.counter("hearken_http_requests_total", {
-  description: "HTTP requests answered, by endpoint and status code",
-  incremental: true
-})
-const requestDuration = Metric.histogram("hearken_http_request_duration_seconds", {
-  description: "Time from receiving a request to its response, by endpoint",
-  boundaries: latencyBuckets
-})
-const rateLimitDecisions = Metric.counter("hearken_rate_limit_decisions_total", {
-  description: "Rate-limit decisions by endpoint: allowed, limited (429) or unavailable (503, limiter unreachable)",
-  incremental: true
-})
-const embeddingsCalls = Metric.counter("hearken_embeddings_calls_total", {
-  description: "Embeddings API calls by outcome: ok, timeout, rejected (a 4xx on the input) or error",
-  incremental: true
-})
-const embeddingsDuration = Metric.histogram("hearken_embeddings_call_duration_seconds", {
-  description: "Embeddings API call time, by outcome",
-  boundaries: latencyBuckets
-})
-const webhookAttempts = Metric.counter("hearken_webhook_attempts_total", {
-  description: "Webhook attempts recorded, by outcome: succeeded, retry (will be tried again) or failed (given up)",
-  incremental: true
-})
-const webhookQueue = Metric.gauge("hearken_webhook_queue_depth", {
-  description: "Webhook deliveries waiting, database-wide: due (to send now), scheduled (a retry later), held (endpoint paused)"
-})
+const requests = (attributes: Record<string, string>) =>
+  Metric.counter("hearken_http_requests_total", {
+    description: "HTTP requests answered, by endpoint and status code",
+    incremental: true,
+    attributes
+  })
+const requestDuration = (attributes: Record<string, string>) =>
+  Metric.histogram("hearken_http_request_duration_seconds", {
+    description: "Time from receiving a request to its response, by endpoint",
+    boundaries: latencyBuckets,
+    attributes
+  })
+const rateLimitDecisions = (attributes: Record<string, string>) =>
+  Metric.counter("hearken_rate_limit_decisions_total", {
+    description: "Rate-limit decisions by endpoint: allowed, limited (429) or unavailable (503, limiter unreachable)",
+    incremental: true,
+    attributes
+  })
+const embeddingsCalls = (attributes: Record<string, string>) =>
+  Metric.counter("hearken_embeddings_calls_total", {
+    description: "Embeddings API calls by outcome: ok, timeout, rejected (a 4xx on the input) or error",
+    incremental: true,
+    attributes
+  })
+const embeddingsDuration = (attributes: Record<string, string>) =>
+  Metric.histogram("hearken_embeddings_call_duration_seconds", {
+    description: "Embeddings API call time, by outcome",
+    boundaries: latencyBuckets,
+    attributes
+  })
+const webhookAttempts = (attributes: Record<string, string>) =>
+  Metric.counter("hearken_webhook_attempts_total", {
+    description: "Webhook attempts recorded, by outcome: succeeded, retry (will be tried again) or failed (given up)",
+    incremental: true,
+    attributes
+  })
+const webhookQueue = (attributes: Record<string, string>) =>
+  Metric.gauge("hearken_webhook_queue_depth", {
+    description: "Webhook deliveries waiting, database-wide: due (to send now), scheduled (a retry later), held (endpoint paused)",
+    attributes
+  })
 const webhookOldestDue = Metric.gauge("hearken_webhook_oldest_due_age_seconds", {
   description: "How long the oldest due webhook delivery has been waiting (0 when none is due), database-wide"
 })
@@ -55,21 +69,27 @@ const webhookPaused = Metric.gauge("hearken_webhook_paused_endpoints", {
 const embeddingsBacklog = Metric.gauge("hearken_embeddings_backlog_posts", {
   description: "Public posts without an embedding of their current text for the configured model, database-wide"
 })
-const poolConnections = Metric.gauge("hearken_db_pool_connections", {
-  description: "This instance's PostgreSQL connections: in_use (running a statement or in a transaction) and idle"
-})
+const poolConnections = (attributes: Record<string, string>) =>
+  Metric.gauge("hearken_db_pool_connections", {
+    description: "This instance's PostgreSQL connections: in_use (running a statement or in a transaction) and idle",
+    attributes
+  })
 const poolMax = Metric.gauge("hearken_db_pool_max_connections", {
   description: "The most connections this instance's pool opens"
 })
 
-/** One metric per label set, made once: a request only looks it up. */
-const labelled = <M extends Metric.Metric<any, any>>(metric: M) => {
+/**
+ * One metric per label set, made once with its attributes: a request only
+ * looks it up (`Metric.withAttributes` would copy the fiber's context on every
+ * update).
+ */
+const labelled = <M extends Metric.Metric<any, any>>(make: (attributes: Record<string, string>) => M) => {
   const cache = new Map<string, M>()
   return (attributes: Record<string, string>): M => {
     const key = Object.values(attributes).join("\u0000")
     let found = cache.get(key)
     if (found === undefined) {
-      found = Metric.withAttributes(metric, attributes) as M
+      found = make(attributes)
       cache.set(key, found)
     }
     return found
@@ -153,6 +173,9 @@ const requestMetrics = HttpRouter.middleware((httpEffect) =>
       }))
   }), { global: true })
 
+const queueOf = labelled(webhookQueue)
+const poolOf = labelled(poolConnections)
+
 interface QueueRow {
   readonly due: number
   readonly scheduled: number
@@ -175,9 +198,9 @@ const readGauges = Effect.gen(function*() {
       (SELECT count(*) FROM webhook_endpoints WHERE paused_at IS NOT NULL)::int AS paused
     FROM webhook_deliveries WHERE status IN ('pending', 'held')`
   if (queue !== undefined) {
-    yield* Metric.update(Metric.withAttributes(webhookQueue, { state: "due" }), queue.due)
-    yield* Metric.update(Metric.withAttributes(webhookQueue, { state: "scheduled" }), queue.scheduled)
-    yield* Metric.update(Metric.withAttributes(webhookQueue, { state: "held" }), queue.held)
+    yield* Metric.update(queueOf({ state: "due" }), queue.due)
+    yield* Metric.update(queueOf({ state: "scheduled" }), queue.scheduled)
+    yield* Metric.update(queueOf({ state: "held" }), queue.held)
     yield* Metric.update(webhookOldestDue, queue.oldestDueSeconds)
     yield* Metric.update(webhookPaused, queue.paused)
   }
@@ -196,8 +219,8 @@ const readGauges = Effect.gen(function*() {
         count(*) FILTER (WHERE state <> 'idle' AND pid <> pg_backend_pid())::int AS "inUse",
         count(*) FILTER (WHERE state = 'idle')::int AS idle
       FROM pg_stat_activity WHERE application_name = ${applicationName}`
-    yield* Metric.update(Metric.withAttributes(poolConnections, { state: "in_use" }), pool?.inUse ?? 0)
-    yield* Metric.update(Metric.withAttributes(poolConnections, { state: "idle" }), pool?.idle ?? 0)
+    yield* Metric.update(poolOf({ state: "in_use" }), pool?.inUse ?? 0)
+    yield* Metric.update(poolOf({ state: "idle" }), pool?.idle ?? 0)
   }
 })
 
