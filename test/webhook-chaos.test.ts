@@ -1,11 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { adminUrl } from "./support/database.js"
+import { terminator } from "./support/faults.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
-import { Reactivity } from "effect/reactivity"
 
 const receiver = await Receiver.start()
 afterAll(() => receiver.close())
@@ -17,30 +14,9 @@ const server = useServer(() =>
   )
 )
 
-/** Kills every connection to the test database but its own, every `everyMs`, until stopped. */
-const terminator = async (database: string, everyMs: number) => {
-  let stopped = false
-  let kills = 0
-  const loop = Effect.gen(function*() {
-    const sql = yield* PgClient.PgClient
-    while (!stopped) {
-      const rows = yield* sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE datname = ${database} AND pid <> pg_backend_pid()`
-      kills += rows.length
-      yield* Effect.sleep(everyMs)
-    }
-  }).pipe(
-    Effect.scoped,
-    Effect.provide(PgClient.layer({ url: Redacted.make(adminUrl), maxConnections: 1 })),
-    Effect.provide(Reactivity.layer)
-  )
-  const done = Effect.runPromise(loop)
-  return { stop: async () => (stopped = true, await done, kills) }
-}
-
 describe("webhooks while PostgreSQL connections are killed", () => {
   it("gives every post acknowledged with 200 exactly one message, and loses none", async () => {
-    const chaos = await terminator(server.db.name, 200)
+    const chaos = terminator(server.db.name, 200)
     const acknowledged: Array<string> = []
     const statuses: Record<number, number> = {}
     for (let round = 0; round < 40; round++) {
