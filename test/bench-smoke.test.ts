@@ -6,17 +6,14 @@ import { adminUrl } from "./support/database.js"
 import { spawnScript } from "./support/process.js"
 import { testRedisUrl } from "./support/redis.js"
 
-/**
- * `npm run bench -- --smoke` (bench/load.ts): tiny data, one 2-second round
- * per endpoint and server, so that the load bench cannot rot. It runs on the
- * built server, which `npm test` builds first. Its results go to a temporary
- * file, never to bench/results.json.
- */
-it("the load bench runs end to end: a row per endpoint, with numbers, and no errors", async () => {
+const number = String.raw`[\d,.]+`
+
+/** `node bench/load.ts ARGS` to a temporary results file: its exit code must be 0; gives its output and results. */
+const runBench = async (args: ReadonlyArray<string>) => {
   const results = join(await mkdtemp(join(tmpdir(), "hearken-bench-")), "results.json")
   const redis = new URL(testRedisUrl)
   redis.pathname = "/14" // the bench's own database; the rate-limit tests flush 15
-  const bench = spawnScript(join(import.meta.dirname, "..", "bench", "load.ts"), ["--smoke"], {
+  const bench = spawnScript(join(import.meta.dirname, "..", "bench", "load.ts"), args, {
     BENCH_DATABASE_URL: adminUrl,
     BENCH_REDIS_URL: redis.toString(),
     BENCH_RESULTS: results
@@ -24,8 +21,18 @@ it("the load bench runs end to end: a row per endpoint, with numbers, and no err
   const code = await bench.exited
   const output = bench.output()
   expect(code, output).toBe(0)
+  return { output, written: JSON.parse(await readFile(results, "utf8")) }
+}
 
-  const number = String.raw`[\d,.]+`
+/**
+ * `npm run bench -- --smoke` (bench/load.ts): tiny data, one 2-second round
+ * per endpoint and server, so that the load bench cannot rot. It runs on the
+ * built server, which `npm test` builds first. Its results go to a temporary
+ * file, never to bench/results.json.
+ */
+it("the load bench runs end to end: a row per endpoint, with numbers, and no errors", async () => {
+  const { output, written } = await runBench(["--smoke"])
+
   for (const endpoint of ["GET /boards", "GET /updates", "POST /feedback"]) {
     // endpoint | Hearken req/s | baseline req/s | ratio (…) | p50 H / B | p99 H / B | p99 ratio (…) | errors H / B | RSS H / B |
     const row = new RegExp(
@@ -36,7 +43,6 @@ it("the load bench runs end to end: a row per endpoint, with numbers, and no err
     expect(output, endpoint).toMatch(row)
   }
 
-  const written = JSON.parse(await readFile(results, "utf8"))
   expect(written.endpoints.map((e: { endpoint: string }) => e.endpoint)).toEqual(["GET /boards", "GET /updates", "POST /feedback"])
   for (const endpoint of written.endpoints) {
     for (const server of [endpoint.hearken, endpoint.baseline]) {
@@ -50,21 +56,9 @@ it("the load bench runs end to end: a row per endpoint, with numbers, and no err
 
 /** `npm run bench -- --observability --smoke`: metrics on against off, so that the comparison cannot rot either. */
 it("the observability bench runs end to end: metrics off and on, scraped, with no errors", async () => {
-  const results = join(await mkdtemp(join(tmpdir(), "hearken-bench-")), "results.json")
-  const redis = new URL(testRedisUrl)
-  redis.pathname = "/14"
-  const bench = spawnScript(join(import.meta.dirname, "..", "bench", "load.ts"), ["--observability", "--smoke"], {
-    BENCH_DATABASE_URL: adminUrl,
-    BENCH_REDIS_URL: redis.toString(),
-    BENCH_RESULTS: results
-  })
-  const code = await bench.exited
-  const output = bench.output()
-  expect(code, output).toBe(0)
-  const number = String.raw`[\d,.]+`
+  const { output, written } = await runBench(["--observability", "--smoke"])
   expect(output).toMatch(new RegExp(String.raw`^\| metrics off \| ${number} \| ${number} \| ${number} \| 0 \|$`, "m"))
   expect(output).toMatch(new RegExp(String.raw`^\| METRICS_PORT set \| ${number} \| ${number} \| ${number} \| 0 \|$`, "m"))
-  const written = JSON.parse(await readFile(results, "utf8"))
   expect(written.mode).toBe("observability")
   expect(written.off.requestsPerSecond).toBeGreaterThan(0)
   expect(written.metrics.requestsPerSecond).toBeGreaterThan(0)
