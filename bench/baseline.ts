@@ -15,8 +15,8 @@
  * - GET /boards and GET /updates, as `PublicAnswers.ts` does (decision
  *   0010): the organization's version row (the server's query) gives the
  *   ETag (`etagOf`); a matching If-None-Match gets 304; else the answer
- *   serialized for that tag is sent from a cache bounded as the server's
- *   (`cacheBytes`, answers over a quarter of it never kept), and on a miss
+ *   serialized for that tag is sent from the server's own answer cache
+ *   (`makeAnswerCache`), and on a miss
  *   the list is read with the server's query. Changelog entries are read a page
  *   (`pageSize`) at a time, streamed when longer than a page, with the content
  *   kept as served (`update_html`) or else through the server's sanitizer
@@ -36,7 +36,7 @@ import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
-import { cacheBytes, etagOf, matches } from "../packages/server/dist/caching/PublicAnswers.js"
+import { etagOf, largestAnswer, makeAnswerCache, matches } from "../packages/server/dist/caching/PublicAnswers.js"
 import { pageSize } from "../packages/server/dist/updates/Updates.js"
 import { make as makeSanitizer, sanitizerVersion, truncate } from "../packages/server/dist/content/Sanitizer.js"
 import { numberedSlug, slugify } from "../packages/server/dist/content/slug.js"
@@ -192,24 +192,7 @@ const limit = async (endpoint: Endpoint, req: IncomingMessage, res: ServerRespon
 }
 
 /** Serialized answers by kind and organization, bounded as `PublicAnswers.ts` bounds them. */
-const answers = new Map<string, { readonly tag: string; readonly body: Buffer }>()
-let answerBytes = 0
-const remember = (key: string, entry: { readonly tag: string; readonly body: Buffer }) => {
-  const old = answers.get(key)
-  if (old !== undefined) {
-    answers.delete(key)
-    answerBytes -= old.body.byteLength
-  }
-  if (entry.body.byteLength > cacheBytes / 4) return
-  for (const [k, v] of answers) {
-    if (answerBytes + entry.body.byteLength <= cacheBytes) break
-    answers.delete(k)
-    answerBytes -= v.body.byteLength
-  }
-  answers.set(key, entry)
-  answerBytes += entry.body.byteLength
-}
-
+const answers = makeAnswerCache()
 
 const readBody = (req: IncomingMessage) =>
   new Promise<string | undefined>((resolve, reject) => {
@@ -288,17 +271,18 @@ const answer = async (
   const ifNoneMatch = req.headers["if-none-match"]
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return res.writeHead(304, headers).end()
   const key = `${kind}\u0000${organizationId}`
-  let body = answers.get(key)?.tag === tag ? answers.get(key)!.body : undefined
+  const cached = answers.get(key)
+  let body = cached?.tag === tag ? cached.body : undefined
   if (body === undefined && kind === "boards") {
     body = Buffer.from(JSON.stringify(await lists.boards(organizationId)))
-    remember(key, { tag, body })
+    answers.remember(key, { tag, body })
   }
   if (body === undefined) {
     // The changelog a page at a time: whole when it fits in one, else streamed and kept only while small enough.
     const first = await lists.updatesPage(organizationId, now, undefined)
     if (first.next === undefined) {
       body = Buffer.from(`[${first.json}]`)
-      remember(key, { tag, body })
+      answers.remember(key, { tag, body })
     } else {
       res.writeHead(200, { ...headers, "content-type": "application/json" })
       let kept: Array<Buffer> | undefined = []
@@ -306,7 +290,7 @@ const answer = async (
       const write = (chunk: Buffer) => {
         if (kept !== undefined) {
           keptBytes += chunk.byteLength
-          if (keptBytes > cacheBytes / 4) kept = undefined
+          if (keptBytes > largestAnswer) kept = undefined
           else kept.push(chunk)
         }
         return res.write(chunk)
@@ -319,7 +303,7 @@ const answer = async (
         cursor = page.next
       }
       write(Buffer.from("]"))
-      if (kept !== undefined) remember(key, { tag, body: Buffer.concat(kept) })
+      if (kept !== undefined) answers.remember(key, { tag, body: Buffer.concat(kept) })
       return res.end()
     }
   }

@@ -37,6 +37,37 @@ const encodeBoards = Schema.encodeSync(Schema.Array(Board))
 const encoder = new TextEncoder()
 const comma = encoder.encode(",")
 
+/** The largest answer kept: a quarter of the cache. */
+export const largestAnswer = cacheBytes / 4
+
+/**
+ * Serialized answers by key (kind and organization) with the tag they were
+ * made for, at most `cacheBytes` in all, oldest out first; an answer over
+ * `largestAnswer` is never kept.
+ */
+export const makeAnswerCache = () => {
+  const entries = new Map<string, { readonly tag: string; readonly body: Uint8Array }>()
+  let bytes = 0
+  return {
+    get: (key: string) => entries.get(key),
+    remember: (key: string, entry: { readonly tag: string; readonly body: Uint8Array }) => {
+      const old = entries.get(key)
+      if (old !== undefined) {
+        entries.delete(key)
+        bytes -= old.body.byteLength
+      }
+      if (entry.body.byteLength > largestAnswer) return
+      for (const [k, v] of entries) {
+        if (bytes + entry.body.byteLength <= cacheBytes) break
+        entries.delete(k)
+        bytes -= v.body.byteLength
+      }
+      entries.set(key, entry)
+      bytes += entry.body.byteLength
+    }
+  }
+}
+
 /**
  * `GET /boards` and `GET /updates` with conditional requests (decision 0010):
  * one read of the organization's version row gives the tag; a matching
@@ -59,25 +90,7 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
       const versions = yield* Versions
       const boards = yield* Boards
       const updates = yield* Updates
-      const cache = new Map<string, { readonly tag: string; readonly body: Uint8Array }>()
-      let cachedBytes = 0
-      const largest = cacheBytes / 4
-
-      const remember = (key: string, entry: { readonly tag: string; readonly body: Uint8Array }) => {
-        const old = cache.get(key)
-        if (old !== undefined) {
-          cache.delete(key)
-          cachedBytes -= old.body.byteLength
-        }
-        if (entry.body.byteLength > largest) return
-        for (const [k, v] of cache) {
-          if (cachedBytes + entry.body.byteLength <= cacheBytes) break
-          cache.delete(k)
-          cachedBytes -= v.body.byteLength
-        }
-        cache.set(key, entry)
-        cachedBytes += entry.body.byteLength
-      }
+      const cache = makeAnswerCache()
 
       type Answer = Uint8Array | Stream.Stream<Uint8Array>
 
@@ -92,7 +105,7 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
           // Read after the version: the body is at least as new as its tag, so a stale body is never cached under a newer tag.
           const body: Answer = cached?.tag === tag
             ? cached.body
-            : yield* load(organizationId, nowMs, (body) => remember(key, { tag, body }))
+            : yield* load(organizationId, nowMs, (body) => cache.remember(key, { tag, body }))
           return body instanceof Uint8Array
             ? HttpServerResponse.uint8Array(body, { contentType: "application/json", headers })
             : HttpServerResponse.stream(body, { contentType: "application/json", headers })
@@ -112,7 +125,7 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
         const collect = (chunk: Uint8Array) => {
           if (kept === undefined) return
           keptBytes += chunk.byteLength
-          if (keptBytes > largest) kept = undefined
+          if (keptBytes > largestAnswer) kept = undefined
           else kept.push(chunk)
         }
         const pages = Stream.paginate<Option.Option<Cursor>, Uint8Array>(first.next, (cursor) =>
