@@ -44,7 +44,7 @@ import { excerptLength } from "../packages/server/dist/feedback/Feedback.js"
 import { lexiconOf } from "../packages/server/dist/feedback/Posts.js"
 import { bucketOf, clientAddress } from "../packages/server/dist/rate-limit/ClientIp.js"
 import { redisScript } from "../packages/server/dist/rate-limit/gcra.js"
-import { periodMs, redisTimeoutMs } from "../packages/server/dist/rate-limit/RateLimiter.js"
+import { periodMs, redisOptions } from "../packages/server/dist/rate-limit/RateLimiter.js"
 
 const env = (name: string) => {
   const value = process.env[name]
@@ -68,13 +68,7 @@ const likePrefix = (base: string) => `${base.replace(/[\\%_]/g, "\\$&")}-%`
 const maxBodyBytes = 1_000_000
 
 const pool = new pg.Pool({ connectionString: env("DATABASE_URL"), max: 10 })
-const redis = new Redis(env("REDIS_URL"), {
-  enableOfflineQueue: false,
-  commandTimeout: redisTimeoutMs,
-  maxRetriesPerRequest: 0,
-  connectTimeout: 1_000,
-  retryStrategy: (attempt) => Math.min(100 * attempt, 1_000)
-})
+const redis = new Redis(env("REDIS_URL"), redisOptions)
 redis.defineCommand("hearkenGcra", { numberOfKeys: 1, lua: redisScript })
 redis.on("error", () => {})
 const gcra = (redis as unknown as {

@@ -1,5 +1,5 @@
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
-import { Redis } from "ioredis"
+import { Redis, type RedisOptions } from "ioredis"
 import { ServerConfig } from "../config.js"
 import { gcra, type GcraResult, redisScript } from "./gcra.js"
 
@@ -11,6 +11,20 @@ export class RateLimiterUnavailable extends Data.TaggedError("RateLimiterUnavail
 export const periodMs = 60_000
 /** Past this a Redis answer is too late: the request is refused with 503 instead of waiting. */
 export const redisTimeoutMs = 500
+
+/**
+ * The limiter's Redis client: no offline queue and no retries per command, so
+ * that a Redis that is down or frozen fails a request fast (503), while the
+ * connection itself keeps reconnecting in the background.
+ */
+export const redisOptions = {
+  enableOfflineQueue: false,
+  commandTimeout: redisTimeoutMs,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 1_000,
+  retryStrategy: (attempt: number) => Math.min(100 * attempt, 1_000)
+} satisfies RedisOptions
+
 const keyPrefix = "hearken:rl:"
 
 /** Every decision is a span of its request, whichever store makes it. */
@@ -54,13 +68,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       Effect.gen(function*() {
         const client = yield* Effect.acquireRelease(
           Effect.sync(() => {
-            const redis = new Redis(Redacted.value(url), {
-              enableOfflineQueue: false,
-              commandTimeout: redisTimeoutMs,
-              maxRetriesPerRequest: 0,
-              connectTimeout: 1_000,
-              retryStrategy: (attempt) => Math.min(100 * attempt, 1_000)
-            })
+            const redis = new Redis(Redacted.value(url), redisOptions)
             redis.defineCommand("hearkenGcra", { numberOfKeys: 1, lua: redisScript })
             let lastLog = 0
             redis.on("error", (error: Error) => {
