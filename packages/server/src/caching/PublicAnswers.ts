@@ -94,6 +94,7 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
 
       type Answer = Uint8Array | Stream.Stream<Uint8Array>
 
+      /** `load` gives a whole answer, which is kept, or a stream, which calls `keep` itself once complete. */
       const respond = (kind: Kind, load: (organizationId: string, nowMs: number, keep: (body: Uint8Array) => void) => Effect.Effect<Answer>) =>
         Effect.fnUntraced(function*(organizationId: string, ifNoneMatch: string | undefined) {
           const nowMs = yield* Clock.currentTimeMillis
@@ -102,23 +103,19 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
           if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return HttpServerResponse.empty({ status: 304, headers })
           const key = `${kind}\u0000${organizationId}`
           const cached = cache.get(key)
+          if (cached?.tag === tag) return HttpServerResponse.uint8Array(cached.body, { contentType: "application/json", headers })
           // Read after the version: the body is at least as new as its tag, so a stale body is never cached under a newer tag.
-          const body: Answer = cached?.tag === tag
-            ? cached.body
-            : yield* load(organizationId, nowMs, (body) => cache.remember(key, { tag, body }))
-          return body instanceof Uint8Array
-            ? HttpServerResponse.uint8Array(body, { contentType: "application/json", headers })
-            : HttpServerResponse.stream(body, { contentType: "application/json", headers })
+          const keep = (body: Uint8Array) => cache.remember(key, { tag, body })
+          const answer = yield* load(organizationId, nowMs, keep)
+          if (!(answer instanceof Uint8Array)) return HttpServerResponse.stream(answer, { contentType: "application/json", headers })
+          keep(answer)
+          return HttpServerResponse.uint8Array(answer, { contentType: "application/json", headers })
         })
 
       const loadUpdates = Effect.fnUntraced(function*(organizationId: string, nowMs: number, keep: (body: Uint8Array) => void) {
         const first = yield* updates.page(organizationId, nowMs, undefined)
         const json = (entries: ReadonlyArray<Update>) => encoder.encode(updates.toJson(entries).join(","))
-        if (Option.isNone(first.next)) {
-          const body = encoder.encode(`[${updates.toJson(first.entries).join(",")}]`)
-          keep(body)
-          return body
-        }
+        if (Option.isNone(first.next)) return encoder.encode(`[${updates.toJson(first.entries).join(",")}]`)
         // Longer than a page: stream it, keeping the pages only while they fit in the cache.
         let kept: Array<Uint8Array> | undefined = []
         let keptBytes = 0
@@ -146,12 +143,8 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
 
       return PublicAnswers.of({
         boards: Effect.fn("PublicAnswers.boards")(
-          respond("boards", (organizationId, _, keep) =>
-            Effect.map(boards.listPublic(organizationId), (list) => {
-              const body = encoder.encode(JSON.stringify(encodeBoards(list)))
-              keep(body)
-              return body
-            }))
+          respond("boards", (organizationId) =>
+            Effect.map(boards.listPublic(organizationId), (list) => encoder.encode(JSON.stringify(encodeBoards(list)))))
         ),
         updates: Effect.fn("PublicAnswers.updates")(respond("updates", loadUpdates))
       })
