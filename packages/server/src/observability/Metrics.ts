@@ -1,4 +1,4 @@
-import { HearkenApi } from "@hearken/api"
+import { HearkenApi, RateLimits } from "@hearken/api"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
 import { HttpApi } from "effect/http-api"
@@ -271,7 +271,7 @@ const listener = (port: number, host: string) =>
 
 /** Starts every labelled series at 0, so that a rate over them exists before the first event. */
 const zeroes = Effect.gen(function*() {
-  for (const endpoint of ["boards", "updates", "feedback", "suggestions"]) {
+  for (const endpoint of Object.keys(RateLimits)) {
     for (const decision of ["allowed", "limited", "unavailable"] as const) yield* Metric.update(decisionOf({ endpoint, decision }), 0)
   }
   for (const outcome of ["succeeded", "retry", "failed"] as const) yield* Metric.update(attemptsOf({ outcome }), 0)
@@ -279,21 +279,16 @@ const zeroes = Effect.gen(function*() {
 })
 
 export class Metrics {
-  /** With `METRICS_PORT`: the request middleware and the metrics listener; without it, nothing. */
-  static readonly layer = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    if (Option.isNone(config.metricsPort)) return Layer.empty
-    const port = config.metricsPort.value
-    return Layer.mergeAll(
-      requestMetrics,
-      Layer.effectDiscard(Effect.andThen(zeroes, listener(port, config.metricsHost)))
-    )
-  }))
-
   /** For workers (`npm run worker`): the listener alone, no HTTP requests to count. */
   static readonly layerListener = Layer.unwrap(Effect.gen(function*() {
     const config = yield* ServerConfig
     if (Option.isNone(config.metricsPort)) return Layer.empty
     return Layer.effectDiscard(Effect.andThen(zeroes, listener(config.metricsPort.value, config.metricsHost)))
+  }))
+
+  /** With `METRICS_PORT`: the request middleware and the metrics listener; without it, nothing. */
+  static readonly layer = Layer.unwrap(Effect.gen(function*() {
+    const config = yield* ServerConfig
+    return Option.isNone(config.metricsPort) ? Layer.empty : Layer.mergeAll(requestMetrics, Metrics.layerListener)
   }))
 }
