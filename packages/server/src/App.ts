@@ -1,7 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { HearkenApi } from "@hearken/api"
 import { Effect, Layer, References } from "effect"
-import { HttpMiddleware, HttpPlatform, HttpRouter } from "effect/http"
+import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer } from "node:http"
 import { Boards } from "./boards/Boards.js"
@@ -57,13 +57,7 @@ const Docs = HttpApiScalar.layer(HearkenApi, {
   path: "/docs",
   // Scalar's default fonts come from its CDN; the page must work offline.
   scalar: { withDefaultFonts: false }
-}).pipe(Layer.provide(
-  HttpRouter.middleware(Effect.gen(function*() {
-    const platform = yield* HttpPlatform.HttpPlatform
-    const compress = HttpMiddleware.compression()
-    return (httpEffect) => compress(httpEffect).pipe(Effect.provideService(HttpPlatform.HttpPlatform, platform))
-  })).layer
-))
+}).pipe(Layer.provide(Edge.compressed))
 
 // Metrics first: the first global middleware is the outermost, so it counts every answer as sent.
 const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog, Tracing.responseHeader)

@@ -1,7 +1,8 @@
 import { Effect, Layer } from "effect"
-import { HttpMiddleware, HttpPlatform, HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import * as Edge from "../http/Edge.js"
 
 /** `packages/widget/dist`, built by `npm run build` (`packages/widget/build.mjs`). */
 const widgetDist = fileURLToPath(new URL("../../../widget/dist/", import.meta.url))
@@ -45,10 +46,4 @@ export const layer = Layer.unwrap(Effect.sync(() =>
     // The router ignores a trailing slash: this is `/widget` too (the page links the script by absolute path).
     HttpRouter.add("GET", "/widget/", asset(read("index.html"), "text/html; charset=utf-8"))
   )
-)).pipe(Layer.provide(
-  HttpRouter.middleware(Effect.gen(function*() {
-    const platform = yield* HttpPlatform.HttpPlatform
-    const compress = HttpMiddleware.compression()
-    return (httpEffect) => compress(httpEffect).pipe(Effect.provideService(HttpPlatform.HttpPlatform, platform))
-  })).layer
-))
+)).pipe(Layer.provide(Edge.compressed))
