@@ -9,6 +9,9 @@
 import type { Schema } from "effect"
 import type { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
 import type { WidgetGroup } from "./Api.js"
+import { type RequestHeader, requestHeaders, responseHeaders } from "./headers.js"
+
+export { requestHeaders, responseHeaders } from "./headers.js"
 
 type Widget = HttpApiGroup.Endpoints<typeof WidgetGroup>
 
@@ -76,7 +79,8 @@ export const makeThinClient = (baseUrl: string, options: { readonly fetch?: type
     parts: {
       readonly query?: Readonly<Record<string, string>>
       readonly payload?: unknown
-      readonly headers?: Record<string, string>
+      /** Only headers the server's CORS preflight allows: a browser refuses any other. */
+      readonly headers?: Partial<Record<RequestHeader, string>>
       readonly signal?: AbortSignal | undefined
     }
   ): Promise<any> => {
@@ -86,14 +90,14 @@ export const makeThinClient = (baseUrl: string, options: { readonly fetch?: type
     try {
       response = await send(url, {
         method: routes[id].method,
-        headers: parts.payload === undefined ? parts.headers ?? {} : { "content-type": "application/json", ...parts.headers },
+        headers: parts.payload === undefined ? parts.headers ?? {} : { [requestHeaders.contentType]: "application/json", ...parts.headers },
         body: parts.payload === undefined ? null : JSON.stringify(parts.payload),
         signal: parts.signal ?? null
       })
     } catch (error) {
       return { ok: false, status: 0, error: { _tag: "NetworkError", message: error instanceof Error ? error.message : String(error) } }
     }
-    const etag = response.headers.get("etag") ?? undefined
+    const etag = response.headers.get(responseHeaders.etag) ?? undefined
     if (response.status === 304) return { ok: true, notModified: true, etag }
     const body = await response.json().catch(() => undefined)
     if (response.ok) return { ok: true, value: body, etag }
@@ -101,12 +105,12 @@ export const makeThinClient = (baseUrl: string, options: { readonly fetch?: type
       ? body
       : { _tag: "InternalServerError", message: `HTTP ${response.status}` }
     if (response.status === 429 || response.status === 503) {
-      error.retryAfterSeconds = Number(response.headers.get("retry-after")) || 1
+      error.retryAfterSeconds = Number(response.headers.get(responseHeaders.retryAfter)) || 1
     }
     return { ok: false, status: response.status, error }
   }
-  const conditional = (ifNoneMatch: string | undefined): Record<string, string> =>
-    ifNoneMatch === undefined ? {} : { "if-none-match": ifNoneMatch }
+  const conditional = (ifNoneMatch: string | undefined) =>
+    ifNoneMatch === undefined ? {} : { [requestHeaders.ifNoneMatch]: ifNoneMatch }
   return {
     boards: (query, options) => call("boards", { query, headers: conditional(options?.ifNoneMatch), signal: options?.signal }),
     updates: (query, options) => call("updates", { query, headers: conditional(options?.ifNoneMatch), signal: options?.signal }),
@@ -114,7 +118,7 @@ export const makeThinClient = (baseUrl: string, options: { readonly fetch?: type
     feedback: (payload, options) =>
       call("feedback", {
         payload,
-        headers: options?.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey },
+        headers: options?.idempotencyKey === undefined ? {} : { [requestHeaders.idempotencyKey]: options.idempotencyKey },
         signal: options?.signal
       })
   }

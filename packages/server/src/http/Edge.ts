@@ -1,3 +1,4 @@
+import { requestHeaders, responseHeaders } from "@hearken/api"
 import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpPlatform, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
@@ -73,9 +74,10 @@ export const cors = Layer.unwrap(Effect.gen(function*() {
   return HttpRouter.middleware(HttpMiddleware.cors({
     allowedOrigins: isAllowedOrigin(config),
     allowedMethods: ["GET", "POST", "OPTIONS"],
-    // A widget may revalidate /boards and /updates itself (decision 0010): it sends If-None-Match and reads ETag.
-    allowedHeaders: ["content-type", "if-none-match"],
-    exposedHeaders: ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "retry-after", "etag", Tracing.traceIdHeader],
+    // Exactly what the thin client and the widget send, from the list they take it from (decision 0015).
+    allowedHeaders: Object.values(requestHeaders),
+    // What the thin client reads, then what a hand-written client may want: its budget and the trace to report.
+    exposedHeaders: [...Object.values(responseHeaders), "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", Tracing.traceIdHeader],
     maxAge: 600
   }), { global: true })
 }))

@@ -1,4 +1,4 @@
-import { DataValidationError, HearkenApi, idempotencyKeyPattern } from "@hearken/api"
+import { DataValidationError, HearkenApi, idempotencyKeyPattern, requestHeaders } from "@hearken/api"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -7,11 +7,11 @@ import { Feedback } from "../feedback/Feedback.js"
 import { organization } from "../observability/Tracing.js"
 import { Suggestions } from "../suggestions/Suggestions.js"
 
-const ifNoneMatch = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers["if-none-match"])
+const ifNoneMatch = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers[requestHeaders.ifNoneMatch])
 
 /** `Idempotency-Key` (CONTRACT §4), checked here: the endpoint does not declare it (see `Api.ts`). */
 const idempotencyKey = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-  const key = request.headers["idempotency-key"]
+  const key = request.headers[requestHeaders.idempotencyKey]
   return key === undefined || idempotencyKeyPattern.test(key)
     ? Effect.succeed(key)
     : Effect.fail(new DataValidationError({ message: "Idempotency-Key: Expected 1 to 255 visible ASCII characters" }))
