@@ -4,7 +4,10 @@
  * another origin, which the API allows through `DASHBOARD_ORIGIN`, and embeds
  * the widget from the API's origin exactly as the README tells site owners
  * to. A third origin, not allowed, sees its API calls refused by CORS.
- * Screenshots go to test-artifacts/widget-*.png.
+ * Nothing intercepts the browser's requests (no `page.route`): Playwright
+ * would answer CORS preflights itself and hide a refused one (issue 18).
+ * Faults are made by real servers instead. Screenshots go to
+ * test-artifacts/widget-*.png.
  */
 import { execFileSync } from "node:child_process"
 import { mkdirSync, readFileSync } from "node:fs"
@@ -12,10 +15,12 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { SignJWT } from "jose"
-import { chromium, type Browser, type Page, type Request } from "playwright-core"
+import type { Browser, Page, Request } from "playwright-core"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
 import { bundleSizes } from "../bench/sizes.ts"
 import { SuggestionScheduler } from "../packages/widget/src/scheduler.ts"
+import { launchChromium } from "./support/browser.js"
+import { faultyProxy } from "./support/proxy.js"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
 
 const root = join(import.meta.dirname, "..")
@@ -33,9 +38,9 @@ input, textarea { border: 4px dashed lime }</style></head>
 <script type="module">import { HearkenWidget } from "${apiOrigin}/widget/widget.js"; HearkenWidget.init({ organizationId: "org_demo", target: "#hearken"${token === undefined ? "" : `, token: ${JSON.stringify(token)}`} })</script>
 </main></body></html>`
 
-const listen = async (handler: (url: string) => string): Promise<{ server: Server; origin: string }> => {
+const listen = async (handler: (url: URL) => string): Promise<{ server: Server; origin: string }> => {
   const server = createServer((req, res) => {
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(handler(req.url ?? "/"))
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(handler(new URL(req.url ?? "/", "http://x")))
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
@@ -44,6 +49,8 @@ const listen = async (handler: (url: string) => string): Promise<{ server: Serve
 let api: TestServer
 let allowed: { server: Server; origin: string }
 let refused: { server: Server; origin: string }
+/** Served on 127.0.0.1, reached as `http://shop.localhost:PORT`: a subdomain of `ROOT_DOMAIN`. */
+let subdomain: { server: Server; origin: string }
 let browser: Browser
 
 beforeAll(async () => {
@@ -51,20 +58,22 @@ beforeAll(async () => {
   execFileSync(process.execPath, [join(root, "packages/widget/build.mjs")], { stdio: "inherit" })
   mkdirSync(artifacts, { recursive: true })
   let apiOrigin = ""
-  allowed = await listen((url) => hostPage(apiOrigin, new URL(url, "http://x").searchParams.get("token") ?? undefined))
+  // `?api=` embeds the widget from another server than the API (a proxy, a second API), which it then calls.
+  allowed = await listen((url) => hostPage(url.searchParams.get("api") ?? apiOrigin, url.searchParams.get("token") ?? undefined))
   refused = await listen(() => hostPage(apiOrigin))
-  api = await startSeededServer(demo, { DASHBOARD_ORIGIN: allowed.origin })
+  const shop = await listen(() => hostPage(apiOrigin))
+  subdomain = { server: shop.server, origin: shop.origin.replace("127.0.0.1", "shop.localhost") }
+  // PUBLIC_URL is http (local work), so http subdomains of ROOT_DOMAIN are allowed.
+  api = await startSeededServer(demo, { DASHBOARD_ORIGIN: allowed.origin, ROOT_DOMAIN: "localhost" })
   apiOrigin = api.origin
-  browser = await chromium.launch({
-    executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-  })
+  browser = await launchChromium()
 }, 60_000)
 
 afterAll(async () => {
   await browser?.close()
   allowed?.server.close()
   refused?.server.close()
+  subdomain?.server.close()
   await api?.close()
 })
 
@@ -76,11 +85,10 @@ beforeEach(async () => {
   const context = await browser.newContext({ viewport: { width: 720, height: 900 } })
   page = await context.newPage()
   sent = []
+  // The API, or a server standing in front of it. (The demo changelog's image on example.com fails: see launchChromium.)
   page.on("request", (request) => {
-    if (request.url().startsWith(api.origin + "/api/")) sent.push(request)
+    if (new URL(request.url()).pathname.startsWith("/api/widget/v1/")) sent.push(request)
   })
-  // The demo changelog links an image on example.com: nothing may leave the machine.
-  await page.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort())
 })
 
 afterEach(async () => {
@@ -141,62 +149,68 @@ describe("the widget on an allowed origin", () => {
     expect(requestsTo("suggestions")).toHaveLength(1)
   })
 
-  it("waits out a 429 quietly: no error banner", async () => {
-    await page.route(`${api.origin}/api/widget/v1/suggestions`, (route) =>
-      route.fulfill({
-        status: 429,
-        headers: { "content-type": "application/json", "retry-after": "30", "access-control-allow-origin": allowed.origin },
-        body: JSON.stringify({ _tag: "RateLimitExceededError", message: "rate limit exceeded" })
-      }))
-    await open(allowed.origin)
-    await page.getByRole("radio", { name: "Feature requests" }).check()
-    await page.getByLabel("Title").fill("Dark theme")
-    await expect.poll(() => requestsTo("suggestions").length, { timeout: 5_000 }).toBe(1)
-    await page.waitForTimeout(300)
-    expect(await page.getByRole("alert").textContent()).toBe("")
-    expect(await page.locator(".similar").textContent()).toBe("")
+  it("waits out a real 429 quietly: no error banner", async () => {
+    // A second API at the spec's limits (multiplier 1): five suggestions from this address use up its minute.
+    const limited = await startSeededServer(demo, { DASHBOARD_ORIGIN: allowed.origin, RATE_LIMIT_MULTIPLIER: "1" })
+    try {
+      const draft = { organizationId: "org_demo", boardId: "b_demo_features", title: "Dark theme", content: "" }
+      for (let i = 0; i < 5; i++) expect((await postJson(`${limited.api}/suggestions`, draft)).status).toBe(200)
+      await open(`${allowed.origin}/?api=${limited.origin}`)
+      await page.getByRole("radio", { name: "Feature requests" }).check()
+      await page.getByLabel("Title").fill("Dark theme")
+      await expect.poll(() => requestsTo("suggestions").length, { timeout: 5_000 }).toBe(1)
+      const refusal = (await requestsTo("suggestions")[0]!.response())!
+      expect(refusal.status()).toBe(429)
+      expect(await refusal.json()).toMatchObject({ _tag: "RateLimitExceededError" })
+      expect(Number(refusal.headers()["retry-after"])).toBeGreaterThan(0)
+      await page.waitForTimeout(300)
+      expect(await page.getByRole("alert").textContent()).toBe("")
+      expect(await page.locator(".similar").textContent()).toBe("")
+    } finally {
+      await page.context().close()
+      await limited.close()
+    }
   })
 
   it("submits with an Idempotency-Key: a double click and a retry after a network error make one post", async () => {
     const title = `Keyboard shortcuts ${Date.now()}`
     // The first attempt reaches the server, which creates the post, but the browser sees the connection drop.
-    let first = true
-    await page.route(`${api.origin}/api/widget/v1/feedback`, async (route) => {
-      if (route.request().method() !== "POST" || !first) return route.continue()
-      first = false
-      const response = await route.fetch()
-      expect(response.status()).toBe(200)
-      return route.abort("connectionreset")
-    })
-    await open(allowed.origin)
-    await page.getByRole("radio", { name: "Bug reports" }).check()
-    await page.getByLabel("Title").fill(title)
-    await page.getByLabel("Details (optional)").fill("Please add j/k navigation <b>now</b>.")
-    await page.getByRole("button", { name: "Send feedback" }).dblclick()
-    await expect.poll(() => page.getByRole("alert").textContent()).toBe("Can't reach the feedback service from this page.")
-    expect(requestsTo("feedback")).toHaveLength(1)
+    const proxy = await faultyProxy(api.origin)
+    try {
+      proxy.dropNextAnswer((request) => request.method === "POST" && request.url === "/api/widget/v1/feedback")
+      await open(`${allowed.origin}/?api=${proxy.origin}`)
+      await page.getByRole("radio", { name: "Bug reports" }).check()
+      await page.getByLabel("Title").fill(title)
+      await page.getByLabel("Details (optional)").fill("Please add j/k navigation <b>now</b>.")
+      await page.getByRole("button", { name: "Send feedback" }).dblclick()
+      await expect.poll(() => page.getByRole("alert").textContent()).toBe("Can't reach the feedback service from this page.")
+      expect(proxy.dropped).toEqual([200])
+      expect(requestsTo("feedback")).toHaveLength(1)
+      await page.getByRole("button", { name: "Send feedback" }).click()
+      const success = page.getByRole("status").filter({ hasText: "Thank you" })
+      await expect.poll(() => success.textContent()).toBe(`Thank you! Your feedback “${title}” was posted.`)
+      expect(await page.getByRole("alert").textContent()).toBe("")
+      const keys = requestsTo("feedback").map((r) => r.headers()["idempotency-key"])
+      expect(keys).toHaveLength(2)
+      expect(keys[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      expect(keys[1]).toBe(keys[0])
+      const rows = await api.db.query<{ board_id: string; content: string }>((sql) =>
+        sql`SELECT board_id, content FROM posts WHERE title = ${title}`)
+      // The typed text, escaped: markup the visitor types stays text.
+      expect(rows).toEqual([{ board_id: "b_demo_bugs", content: "<p>Please add j/k navigation &lt;b&gt;now&lt;/b&gt;.</p>" }])
+      await shot("success")
 
-    await page.getByRole("button", { name: "Send feedback" }).click()
-    const success = page.getByRole("status").filter({ hasText: "Thank you" })
-    await expect.poll(() => success.textContent()).toBe(`Thank you! Your feedback “${title}” was posted.`)
-    expect(await page.getByRole("alert").textContent()).toBe("")
-    const keys = requestsTo("feedback").map((r) => r.headers()["idempotency-key"])
-    expect(keys).toHaveLength(2)
-    expect(keys[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
-    expect(keys[1]).toBe(keys[0])
-    const rows = await api.db.query<{ board_id: string; content: string }>((sql) =>
-      sql`SELECT board_id, content FROM posts WHERE title = ${title}`)
-    // The typed text, escaped: markup the visitor types stays text.
-    expect(rows).toEqual([{ board_id: "b_demo_bugs", content: "<p>Please add j/k navigation &lt;b&gt;now&lt;/b&gt;.</p>" }])
-    await shot("success")
-
-    // The next draft gets a new key; the board stays picked.
-    await page.getByRole("button", { name: "Send more feedback" }).click()
-    expect(await page.getByRole("radio", { name: "Bug reports" }).isChecked()).toBe(true)
-    await page.getByLabel("Title").fill(`${title} again`)
-    await page.getByRole("button", { name: "Send feedback" }).click()
-    await expect.poll(() => success.textContent()).toBe(`Thank you! Your feedback “${title} again” was posted.`)
-    expect(new Set(requestsTo("feedback").map((r) => r.headers()["idempotency-key"])).size).toBe(2)
+      // The next draft gets a new key; the board stays picked.
+      await page.getByRole("button", { name: "Send more feedback" }).click()
+      expect(await page.getByRole("radio", { name: "Bug reports" }).isChecked()).toBe(true)
+      await page.getByLabel("Title").fill(`${title} again`)
+      await page.getByRole("button", { name: "Send feedback" }).click()
+      await expect.poll(() => success.textContent()).toBe(`Thank you! Your feedback “${title} again” was posted.`)
+      expect(new Set(requestsTo("feedback").map((r) => r.headers()["idempotency-key"])).size).toBe(2)
+    } finally {
+      await page.context().close()
+      await proxy.close()
+    }
   })
 
   it("sends the host page's identity token with the post, which is then attached to a contact", async () => {
@@ -346,6 +360,40 @@ describe("the widget on an allowed origin", () => {
     await open(`${api.origin}/widget`)
     expect(await page.getByRole("radio").count()).toBe(2)
     await page.screenshot({ path: join(artifacts, "widget-demo.png") })
+  })
+})
+
+describe("the widget on a subdomain of ROOT_DOMAIN, another origin and host name than the API", () => {
+  it("posts feedback with an Idempotency-Key through the browser's real preflight, and the post is created (issue 18)", async () => {
+    const title = `Cross-origin ${Date.now()}`
+    await open(`${subdomain.origin}/`)
+    await page.getByRole("radio", { name: "Feature requests" }).check()
+    await page.getByLabel("Title").fill(title)
+    await page.getByRole("button", { name: "Send feedback" }).click()
+    const success = page.getByRole("status").filter({ hasText: "Thank you" })
+    const alert = page.getByRole("alert")
+    await expect.poll(async () => `${await alert.textContent()}${await success.textContent()}`).not.toBe("")
+    expect(await alert.textContent()).toBe("")
+    expect(await success.textContent()).toBe(`Thank you! Your feedback “${title}” was posted.`)
+
+    const [post] = requestsTo("feedback")
+    const headers = await post!.allHeaders()
+    expect(headers["origin"]).toBe(subdomain.origin)
+    expect(headers["idempotency-key"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    const response = (await post!.response())!
+    expect(response.status()).toBe(200)
+    expect(response.headers()["access-control-allow-origin"]).toBe(subdomain.origin)
+    const created = await response.json()
+    expect(created).toEqual({
+      id: expect.any(String),
+      slug: `cross-origin-${title.split(" ")[1]}`,
+      title,
+      boardId: "b_demo_features",
+      organizationId: "org_demo",
+      createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+    })
+    const rows = await api.db.query<{ id: string; board_id: string }>((sql) => sql`SELECT id, board_id FROM posts WHERE title = ${title}`)
+    expect(rows).toEqual([{ id: created.id, board_id: "b_demo_features" }])
   })
 })
 

@@ -1,0 +1,25 @@
+import { chromium } from "playwright-core"
+
+/** Hosts the browser may reach: loopback only (Chromium resolves `*.localhost` to loopback itself). */
+const reachable = ["127.0.0.1", "localhost", "*.localhost"]
+
+/**
+ * Debian's Chromium, headless, cut off from every other host by its own
+ * resolver rules, not by request interception: with any `page.route`,
+ * Playwright intercepts every request and answers CORS preflights itself, so
+ * a preflight the server refuses never fails a test (issue 18, decision 0015).
+ * A request to an outside host fails as a DNS error, and `page.on("request")`
+ * still sees it.
+ */
+export const launchChromium = () =>
+  chromium.launch({
+    executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      `--host-resolver-rules=MAP * ~NOTFOUND, ${reachable.map((host) => `EXCLUDE ${host}`).join(", ")}`
+    ]
+  })
