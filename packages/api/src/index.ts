@@ -1,6 +1,5 @@
 export * from "./Api.js"
 export * from "./client.js"
 export * from "./errors.js"
-export * from "./headers.js"
 export * from "./schemas.js"
 export * from "./webhooks.js"

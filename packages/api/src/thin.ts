@@ -9,9 +9,6 @@
 import type { Schema } from "effect"
 import type { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
 import type { WidgetGroup } from "./Api.js"
-import { type RequestHeader, requestHeaders, responseHeaders } from "./headers.js"
-
-export { requestHeaders, responseHeaders } from "./headers.js"
 
 type Widget = HttpApiGroup.Endpoints<typeof WidgetGroup>
 
@@ -54,6 +51,35 @@ export const routes: { readonly [Id in EndpointId]: { readonly method: Endpoint<
   boards: { method: "GET", path: "/api/widget/v1/boards" },
   updates: { method: "GET", path: "/api/widget/v1/updates" }
 }
+
+/**
+ * The headers a browser must be let to send or read cross-origin. The thin
+ * client names the headers it sends and reads from these lists, and the
+ * server's CORS middleware (`Edge.ts`) allows and exposes exactly them, so the
+ * two cannot drift: a header the client sends that the preflight does not
+ * allow makes the browser refuse the whole request (issue 18, decision 0015).
+ * They live here so that this module stays one file with no imports.
+ *
+ * `requestHeaders`: what the clients send outside the CORS safelist; the
+ * preflight allows exactly these.
+ */
+export const requestHeaders = {
+  /** `application/json` bodies on the POSTs. */
+  contentType: "content-type",
+  /** Revalidating `GET /boards` and `GET /updates` (decision 0010). */
+  ifNoneMatch: "if-none-match",
+  /** `POST /feedback` retries (CONTRACT §4). */
+  idempotencyKey: "idempotency-key"
+} as const
+
+export type RequestHeader = typeof requestHeaders[keyof typeof requestHeaders]
+
+/** Response headers the thin client reads; the server exposes these (and a few more for other clients). */
+export const responseHeaders = {
+  etag: "etag",
+  /** On 429 and 503. */
+  retryAfter: "retry-after"
+} as const
 
 export interface RequestOptions {
   readonly signal?: AbortSignal | undefined

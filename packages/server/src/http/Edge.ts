@@ -1,4 +1,4 @@
-import { requestHeaders, responseHeaders } from "@hearken/api"
+import { requestHeaders, responseHeaders } from "@hearken/api/thin"
 import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpPlatform, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"

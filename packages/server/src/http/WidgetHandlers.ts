@@ -1,4 +1,5 @@
-import { DataValidationError, HearkenApi, idempotencyKeyPattern, requestHeaders } from "@hearken/api"
+import { DataValidationError, HearkenApi, idempotencyKeyPattern } from "@hearken/api"
+import { requestHeaders } from "@hearken/api/thin"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
