@@ -334,6 +334,45 @@ describe("what Node's HTTP parser refuses, answered in JSON", () => {
   })
 })
 
+describe("what Node's parser lets through but is ambiguous: 400, before any route", () => {
+  const chunkedPost = (headers: string, title: string) => {
+    const body = JSON.stringify({ ...feedback, title })
+    return `POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}\r\n\r\n` +
+      `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`
+  }
+
+  it.each([
+    ["identity, then chunked, in two fields", "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked"],
+    ["identity, chunked in one field", "Transfer-Encoding: identity, chunked"],
+    ["gzip, chunked", "Transfer-Encoding: gzip, chunked"]
+  ])("Transfer-Encoding %s: 400, nothing created, connection closed", async (name, headers) => {
+    const title = `TE ${name}`
+    const answer = await raw(chunkedPost(headers, title))
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "Transfer-Encoding: must be a single chunked" })
+    expect(answer.headers["connection"]).toBe("close")
+    // Refused before the rate limiter counts it.
+    expect(answer.headers["ratelimit-limit"]).toBeUndefined()
+    expect(await postsTitled(title)).toBe(0)
+  })
+
+  it("a single Transfer-Encoding: chunked (any case) is still accepted", async () => {
+    const answer = await raw(chunkedPost("Transfer-Encoding: Chunked\r\nConnection: close", "TE chunked once"))
+    expect(answer.status).toBe(200)
+    expect(await postsTitled("TE chunked once")).toBe(1)
+  })
+
+  it.each([
+    ["different", "Host: x\r\nHost: y"],
+    ["equal", "Host: x\r\nHost: x"]
+  ])("two Host fields (%s): 400", async (_, hosts) => {
+    const answer = await raw(`GET /health HTTP/1.1\r\n${hosts}\r\n\r\n`)
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "Host: more than one" })
+    expect(answer.headers["connection"]).toBe("close")
+  })
+})
+
 describe("a malformed request after whole ones on the same connection", () => {
   const garbage = "GARBAGE\r\n\r\n"
   const invalidMethod = { _tag: "DataValidationError", message: "request line: invalid method" }
