@@ -426,7 +426,7 @@ describe("a malformed request after whole ones on the same connection", () => {
   })
 })
 
-describe("CONNECT", () => {
+describe("CONNECT and Upgrade", () => {
   it("a client that sends CONNECT and resets at once does not disturb the server", async () => {
     for (let i = 0; i < 20; i++) await sendAndReset("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
     expect((await getJson(`${server.origin}/health`)).status).toBe(200)
@@ -440,6 +440,26 @@ describe("CONNECT", () => {
     expect(answer.headers["connection"]).toBe("close")
   })
 
+  it.each(["websocket", "h2c"])("Upgrade: %s is an ordinary request, and the connection stays usable", async (protocol) => {
+    const answers = parseAnswers(await rawExchange(portOf(server), [
+      `GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: ${protocol}\r\n\r\n`,
+      "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    ]))
+    expect(answers.map((answer) => [answer.status, answer.body])).toEqual([[200, { status: "ok" }], [200, { status: "ok" }]])
+    expect(answers[0]!.headers["connection"]).toBe("keep-alive")
+  })
+
+  it("Upgrade on a POST with a chunked body: the post is created as usual", async () => {
+    const title = "Upgrade chunked"
+    const body = JSON.stringify({ ...feedback, title })
+    const answer = await raw(
+      "POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: foo\r\nContent-Type: application/json\r\n" +
+        `Transfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`
+    )
+    expect(answer.status).toBe(200)
+    expect(answer.body.title).toBe(title)
+    expect(await postsTitled(title)).toBe(1)
+  })
 })
 
 describe("start-up", () => {

@@ -77,7 +77,9 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
       requestTimeout: 30_000,
       connectionsCheckingInterval: 2_000,
       // Node would refuse a missing Host with an empty body; `Edge.requestFraming` refuses it in JSON.
-      requireHostHeader: false
+      requireHostHeader: false,
+      // The API has no upgrades: a request with `Upgrade` is an ordinary one, answered and kept alive as such.
+      shouldUpgradeCallback: () => false
     })), {
     port: config.port,
     host: config.host,
