@@ -55,17 +55,49 @@ const parseAnswer = (raw: string): RawAnswer => {
   return { status: Number(statusLine.split(" ")[1]), headers, text, body }
 }
 
-/** Writes `data` on a fresh connection and resolves with everything read until the server closes it. */
-const rawExchange = (port: number, data: string | Buffer, timeoutMs = 5_000) =>
+/** Splits what came off a socket into its answers, each framed by `Content-Length`. */
+const parseAnswers = (raw: string): Array<RawAnswer> => {
+  const answers: Array<RawAnswer> = []
+  for (let rest = raw; rest.length > 0;) {
+    const end = rest.indexOf("\r\n\r\n")
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(rest.slice(0, end))?.[1])
+    if (end === -1 || !Number.isInteger(length) || rest.length < end + 4 + length) {
+      throw new Error(`no complete answer: ${JSON.stringify(rest)}`)
+    }
+    answers.push(parseAnswer(rest.slice(0, end + 4 + length)))
+    rest = rest.slice(end + 4 + length)
+  }
+  return answers
+}
+
+const answersIn = (raw: string) => {
+  try {
+    return parseAnswers(raw).length
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * Writes `data` on a fresh connection and resolves with everything read until
+ * the server closes it. A list is sent turn by turn: each request once the
+ * ones before it are answered.
+ */
+const rawExchange = (port: number, data: string | Buffer | ReadonlyArray<string>, timeoutMs = 5_000) =>
   new Promise<string>((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1", () => socket.write(data))
+    const turns = typeof data === "string" || Buffer.isBuffer(data) ? [data] : [...data]
+    let sent = 0
+    const socket = connect(port, "127.0.0.1", () => socket.write(turns[sent++]!))
     let text = ""
     const timer = setTimeout(() => {
       socket.destroy()
       reject(new Error(`no close within ${timeoutMs} ms; read ${JSON.stringify(text.slice(0, 200))}`))
     }, timeoutMs)
     socket.setEncoding("utf8")
-    socket.on("data", (chunk) => (text += chunk))
+    socket.on("data", (chunk) => {
+      text += chunk
+      if (sent < turns.length && answersIn(text) === sent) socket.write(turns[sent++]!)
+    })
     socket.on("close", () => {
       clearTimeout(timer)
       resolve(text)
@@ -74,6 +106,14 @@ const rawExchange = (port: number, data: string | Buffer, timeoutMs = 5_000) =>
       clearTimeout(timer)
       reject(error)
     })
+  })
+
+/** Writes `data` on a fresh connection and resets it as soon as it is written. */
+const sendAndReset = (data: string) =>
+  new Promise<void>((resolve) => {
+    const socket = connect(portOf(server), "127.0.0.1", () => socket.write(data, () => socket.resetAndDestroy()))
+    socket.on("close", () => resolve())
+    socket.on("error", () => {})
   })
 
 const portOf = (s: TestServer) => Number(new URL(s.origin).port)
@@ -207,17 +247,25 @@ describe("what Node's HTTP parser refuses, answered in JSON", () => {
     expect(answer.headers["connection"]).toBe("close")
   })
 
-  it("two different Content-Lengths: 400", async () => {
-    const answer = await raw("POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}")
-    expectJsonError(answer, 400, "DataValidationError", "Content-Length")
+  it.each(["2", "3"])("a second Content-Length (%s after 2): 400 naming the duplicate", async (second) => {
+    const answer = await raw(`POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: ${second}\r\n\r\n{}`)
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "Content-Length: duplicate" })
   })
 
-  it("Content-Length with Transfer-Encoding: chunked (request smuggling): 400", async () => {
-    const answer = await raw(
-      "POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-    )
+  it.each([
+    ["Content-Length: 3\r\nTransfer-Encoding: chunked", "Transfer-Encoding: not allowed with Content-Length"],
+    ["Transfer-Encoding: chunked\r\nContent-Length: 3", "Content-Length: not allowed with Transfer-Encoding"]
+  ])("Content-Length with Transfer-Encoding (request smuggling, %j): 400 naming both", async (headers, message) => {
+    const answer = await raw(`POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\n${headers}\r\n\r\n0\r\n\r\n`)
     expect(answer.status).toBe(400)
-    expect(answer.body._tag).toBe("DataValidationError")
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message })
+  })
+
+  it("Transfer-Encoding: chunked twice: 400", async () => {
+    const answer = await raw("POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "Transfer-Encoding: invalid" })
   })
 
   it("a malformed chunked body: 400", async () => {
@@ -283,6 +331,134 @@ describe("what Node's HTTP parser refuses, answered in JSON", () => {
 
   it("the server still answers normally afterwards", async () => {
     expect((await getJson(`${server.origin}/health`)).status).toBe(200)
+  })
+})
+
+describe("what Node's parser lets through but is ambiguous: 400, before any route", () => {
+  const chunkedPost = (headers: string, title: string) => {
+    const body = JSON.stringify({ ...feedback, title })
+    return `POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}\r\n\r\n` +
+      `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`
+  }
+
+  it.each([
+    ["identity, then chunked, in two fields", "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked"],
+    ["identity, chunked in one field", "Transfer-Encoding: identity, chunked"],
+    ["gzip, chunked", "Transfer-Encoding: gzip, chunked"]
+  ])("Transfer-Encoding %s: 400, nothing created, connection closed", async (name, headers) => {
+    const title = `TE ${name}`
+    const answer = await raw(chunkedPost(headers, title))
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "Transfer-Encoding: must be a single chunked" })
+    expect(answer.headers["connection"]).toBe("close")
+    // Refused before the rate limiter counts it.
+    expect(answer.headers["ratelimit-limit"]).toBeUndefined()
+    expect(await postsTitled(title)).toBe(0)
+  })
+
+  it("a single Transfer-Encoding: chunked (any case) is still accepted", async () => {
+    const answer = await raw(chunkedPost("Transfer-Encoding: Chunked\r\nConnection: close", "TE chunked once"))
+    expect(answer.status).toBe(200)
+    expect(await postsTitled("TE chunked once")).toBe(1)
+  })
+
+  it.each([
+    ["different", "Host: x\r\nHost: y"],
+    ["equal", "Host: x\r\nHost: x"]
+  ])("two Host fields (%s): 400", async (_, hosts) => {
+    const answer = await raw(`GET /health HTTP/1.1\r\n${hosts}\r\n\r\n`)
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "Host: more than one" })
+    expect(answer.headers["connection"]).toBe("close")
+  })
+})
+
+describe("a malformed request after whole ones on the same connection", () => {
+  const garbage = "GARBAGE\r\n\r\n"
+  const invalidMethod = { _tag: "DataValidationError", message: "request line: invalid method" }
+
+  it("a POST /feedback and garbage in one packet: the POST is done once and answered 200, then the 400", async () => {
+    const title = "Pipelined before garbage"
+    const body = JSON.stringify({ ...feedback, title })
+    const answers = parseAnswers(await rawExchange(
+      portOf(server),
+      `POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}${garbage}`
+    ))
+    expect(answers.map((answer) => answer.status)).toEqual([200, 400])
+    expect(answers[0]!.body.title).toBe(title)
+    expect(answers[1]!.body).toEqual(invalidMethod)
+    expect(answers[1]!.headers["connection"]).toBe("close")
+    expect(await postsTitled(title)).toBe(1)
+  })
+
+  it("two GETs and garbage in one packet: both answered in order, then the 400", async () => {
+    const answers = parseAnswers(await rawExchange(
+      portOf(server),
+      `GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /api/widget/v1/boards?organizationId=org_acme HTTP/1.1\r\nHost: x\r\n\r\n${garbage}`
+    ))
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 400])
+    expect(answers[0]!.body).toEqual({ status: "ok" })
+    expect(answers[1]!.body.map((board: { id: string }) => board.id)).toContain("b_feat")
+    expect(answers[2]!.body).toEqual(invalidMethod)
+  })
+
+  it("a GET, then a POST whose chunked body breaks: the GET's answer, then the 400 for the POST", async () => {
+    const answers = parseAnswers(await rawExchange(
+      portOf(server),
+      "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" +
+        "POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n"
+    ))
+    expect(answers.map((answer) => answer.status)).toEqual([200, 400])
+    expect(answers[1]!.body).toEqual({ _tag: "DataValidationError", message: "body: malformed chunked encoding" })
+  })
+
+  it("a GET with Connection: close, then garbage: only the GET is answered", async () => {
+    const answers = parseAnswers(await rawExchange(portOf(server), `GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n${garbage}`))
+    expect(answers.map((answer) => answer.status)).toEqual([200])
+  })
+
+  it("a client that resets the connection while its error waits does not disturb the server", async () => {
+    const body = JSON.stringify({ ...feedback, title: "Reset while waiting" })
+    await sendAndReset(
+      `POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}${garbage}`
+    )
+    expect((await getJson(`${server.origin}/health`)).status).toBe(200)
+  })
+})
+
+describe("CONNECT and Upgrade", () => {
+  it("a client that sends CONNECT and resets at once does not disturb the server", async () => {
+    for (let i = 0; i < 20; i++) await sendAndReset("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+    expect((await getJson(`${server.origin}/health`)).status).toBe(200)
+  })
+
+  it("CONNECT: 405 in JSON with Allow, then the connection closes", async () => {
+    const answer = await raw("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+    expect(answer.status).toBe(405)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "method: CONNECT is not allowed" })
+    expect(answer.headers["allow"]).toBe("GET, HEAD, POST, OPTIONS")
+    expect(answer.headers["connection"]).toBe("close")
+  })
+
+  it.each(["websocket", "h2c"])("Upgrade: %s is an ordinary request, and the connection stays usable", async (protocol) => {
+    const answers = parseAnswers(await rawExchange(portOf(server), [
+      `GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: ${protocol}\r\n\r\n`,
+      "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    ]))
+    expect(answers.map((answer) => [answer.status, answer.body])).toEqual([[200, { status: "ok" }], [200, { status: "ok" }]])
+    expect(answers[0]!.headers["connection"]).toBe("keep-alive")
+  })
+
+  it("Upgrade on a POST with a chunked body: the post is created as usual", async () => {
+    const title = "Upgrade chunked"
+    const body = JSON.stringify({ ...feedback, title })
+    const answer = await raw(
+      "POST /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: foo\r\nContent-Type: application/json\r\n" +
+        `Transfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`
+    )
+    expect(answer.status).toBe(200)
+    expect(answer.body.title).toBe(title)
+    expect(await postsTitled(title)).toBe(1)
   })
 })
 

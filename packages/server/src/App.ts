@@ -60,7 +60,7 @@ const Docs = HttpApiScalar.layer(HearkenApi, {
 }).pipe(Layer.provide(Edge.compressed))
 
 // Metrics first: the first global middleware is the outermost, so it counts every answer as sent.
-const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.hostRequired, Edge.requestLog, Tracing.responseHeader)
+const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.requestFraming, Edge.requestLog, Tracing.responseHeader)
 
 /**
  * The listening socket. Node's own refusals (parse errors, oversized headers,
@@ -76,8 +76,10 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
       headersTimeout: 10_000,
       requestTimeout: 30_000,
       connectionsCheckingInterval: 2_000,
-      // Node would refuse a missing Host with an empty body; `Edge.hostRequired` refuses it in JSON.
-      requireHostHeader: false
+      // Node would refuse a missing Host with an empty body; `Edge.requestFraming` refuses it in JSON.
+      requireHostHeader: false,
+      // The API has no upgrades: a request with `Upgrade` is an ordinary one, answered and kept alive as such.
+      shouldUpgradeCallback: () => false
     })), {
     port: config.port,
     host: config.host,

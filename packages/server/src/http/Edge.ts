@@ -28,23 +28,49 @@ export const fallback = HttpRouter.middleware((httpEffect) =>
       ))
   }), { global: true })
 
-const hostMissing = HttpServerResponse.jsonUnsafe(
-  { _tag: "DataValidationError", message: "Host: required" },
-  { status: 400, headers: { connection: "close" } }
-)
+const refused = (message: string) =>
+  HttpServerResponse.jsonUnsafe({ _tag: "DataValidationError", message }, { status: 400, headers: { connection: "close" } })
+const hostMissing = refused("Host: required")
+const hostRepeated = refused("Host: more than one")
+const transferCodingRefused = refused("Transfer-Encoding: must be a single chunked")
+
+/** The values of header `name` (lower case), one per field line, as the client sent them. */
+const fieldValues = (rawHeaders: ReadonlyArray<string>, name: string) => {
+  const values: Array<string> = []
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toLowerCase() === name) values.push(rawHeaders[i + 1]!)
+  }
+  return values
+}
+
+/** The header fault that makes a request's target or body ambiguous, if any. */
+const framingFault = (source: { readonly httpVersion?: string; readonly rawHeaders?: ReadonlyArray<string> }) => {
+  const rawHeaders = source.rawHeaders ?? []
+  const hosts = fieldValues(rawHeaders, "host")
+  // RFC 9112 §3.2: an HTTP/1.1 request without `Host`, or with more than one, is a 400. HTTP/1.0 needs
+  // none (load-balancer probes often send none).
+  if (hosts.length > 1) return hostRepeated
+  if (hosts.length === 0 && source.httpVersion === "1.1") return hostMissing
+  // llhttp takes `identity` then `chunked`, in one field or two, as chunked; a proxy in front may
+  // frame the body otherwise (RFC 9112 §6.1). No coding but a single `chunked` has a use here.
+  const codings = fieldValues(rawHeaders, "transfer-encoding").flatMap((value) => value.split(","))
+  if (codings.length > 0 && (codings.length > 1 || codings[0]!.trim().toLowerCase() !== "chunked")) {
+    return transferCodingRefused
+  }
+  return undefined
+}
 
 /**
- * RFC 9112 §3.2: an HTTP/1.1 request without `Host` is a 400. Node's own check
- * (`requireHostHeader`) answers it with an empty body, so App.ts turns that off
- * and the check is made here, on the raw request exactly as Node makes it.
- * HTTP/1.0 needs no `Host` (load-balancer probes often send none).
+ * Requests whose `Host` or `Transfer-Encoding` Node's parser lets through but
+ * that are ambiguous are refused here, before any route, rate limit or body
+ * read, from the raw header lines (Node joins or drops repeated ones). Node's
+ * own `Host` check (`requireHostHeader`) answers with an empty body, so App.ts
+ * turns it off.
  */
-export const hostRequired = HttpRouter.middleware((httpEffect) =>
+export const requestFraming = HttpRouter.middleware((httpEffect) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const source = request.source as { readonly httpVersion?: string; readonly headers?: { readonly host?: string } }
-    if (source.httpVersion === "1.1" && source.headers?.host === undefined) return hostMissing
-    return yield* httpEffect
+    return framingFault(request.source as Parameters<typeof framingFault>[0]) ?? (yield* httpEffect)
   }), { global: true })
 
 /**

@@ -19,7 +19,8 @@ const parserErrors: Record<string, { readonly status: number; readonly message: 
   HPE_CHUNK_EXTENSIONS_OVERFLOW: { status: 413, message: "body: chunk extensions too large" },
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, message: "request: not received in time" },
   HPE_INVALID_CONTENT_LENGTH: { status: 400, message: "Content-Length: invalid" },
-  HPE_UNEXPECTED_CONTENT_LENGTH: { status: 400, message: "Content-Length: not allowed with Transfer-Encoding" },
+  // llhttp gives this code to a second `Content-Length` only, equal to the first or not.
+  HPE_UNEXPECTED_CONTENT_LENGTH: { status: 400, message: "Content-Length: duplicate" },
   HPE_INVALID_TRANSFER_ENCODING: { status: 400, message: "Transfer-Encoding: invalid" },
   HPE_INVALID_CHUNK_SIZE: { status: 400, message: "body: malformed chunked encoding" },
   HPE_INVALID_METHOD: { status: 400, message: "request line: invalid method" },
@@ -29,14 +30,28 @@ const parserErrors: Record<string, { readonly status: number; readonly message: 
 }
 const malformed = { status: 400, message: "request: malformed HTTP" }
 
-const rawResponse = (status: number, body: string) => {
+/**
+ * Both framing headers in one request (request smuggling) come under the code
+ * of whichever header came second, which alone would read "invalid"; llhttp's
+ * `reason` names the pair, e.g. "Content-Length can't be present with Transfer-Encoding".
+ */
+const framingConflict = /^(Content-Length|Transfer-Encoding) can't be present with (Content-Length|Transfer-Encoding)$/
+
+const describeError = (error: NodeJS.ErrnoException & { readonly reason?: unknown }) => {
+  const conflict = typeof error.reason === "string" ? framingConflict.exec(error.reason) : null
+  if (conflict !== null) return { status: 400, message: `${conflict[1]}: not allowed with ${conflict[2]}` }
+  return parserErrors[error.code ?? ""] ?? malformed
+}
+
+const rawResponse = (status: number, body: string, headers: Record<string, string>) => {
   const bytes = Buffer.from(body)
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
   return Buffer.concat([
     Buffer.from(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         "Content-Type: application/json\r\n" +
         `Content-Length: ${bytes.length}\r\n` +
-        "Connection: close\r\n\r\n",
+        `Connection: close\r\n${extra}\r\n`,
       "latin1"
     ),
     bytes
@@ -47,28 +62,67 @@ const rawResponse = (status: number, body: string) => {
 const lingerMs = 2_000
 
 /**
+ * Ends the connection with a JSON `DataValidationError` as its last answer (or
+ * none), written to the socket by hand since there is no response object.
+ */
+const endWith = (socket: Duplex, answer?: { readonly status: number; readonly message: string }, headers: Record<string, string> = {}) => {
+  // `end` rather than Node's write-then-destroy: a close with unread request bytes (the rest of an
+  // oversized header) sends a reset that makes the client drop the answer before reading it.
+  if (answer === undefined) socket.end()
+  else socket.end(rawResponse(answer.status, json("DataValidationError", answer.message), headers))
+  const linger = setTimeout(() => socket.destroy(), lingerMs).unref()
+  socket.once("close", () => clearTimeout(linger))
+}
+
+/** Node's private handle on the response being written to the socket (the first of pipelined ones); no public API exposes it. */
+const inFlight = (socket: Duplex) => (socket as { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined
+
+/**
+ * Calls `answer` once the requests before the faulty bytes are answered.
+ * Requests received whole before the fault (pipelined in the same packet) are
+ * being handled: their answers go first, in order (Node queues them and hands
+ * the socket to each in turn), so their work is neither lost nor unanswered.
+ * A request not received whole is the one the fault broke: the error is its
+ * answer, unless its handler has started another, after which the connection
+ * just closes.
+ */
+const afterInFlight = (socket: Duplex, answer: () => void) => {
+  const response = inFlight(socket)
+  if (response === undefined) return answer()
+  const whole = response.req.complete
+  if (!whole && !response.headersSent) return answer()
+  response.once("close", () => (whole ? afterInFlight(socket, answer) : endWith(socket)))
+}
+
+/**
  * `clientError`: a parse error, a header block over `maxHeaderSize`, or a
- * request or header timeout. There is no response object, so the answer is
- * written to the socket by hand, with Node's own care: nothing is written to
- * a socket that is reset or no longer writable, or that already carries the
- * headers of a response (a second status line would corrupt it).
+ * request or header timeout. The error answer follows those of the requests
+ * before it, with Node's own care: nothing is written to a socket that is
+ * reset or no longer writable (the last answer asked for a close), and never
+ * a second status line inside a response.
  */
 const onClientError = (answered: WeakSet<Duplex>) => (error: NodeJS.ErrnoException, socket: Duplex) => {
   // Node reports the same error again for every chunk that arrives after it: answer once.
   if (answered.has(socket)) return
   answered.add(socket)
-  // Node's private handle on the response in flight; no public API exposes it.
-  const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage
-  if (error.code === "ECONNRESET" || error.code === "EPIPE" || !socket.writable || inFlight?.headersSent === true) {
+  if (error.code === "ECONNRESET" || error.code === "EPIPE") {
     socket.destroy()
     return
   }
-  const { message, status } = parserErrors[error.code ?? ""] ?? malformed
-  // `end` rather than Node's write-then-destroy: a close with unread request bytes (the rest of an
-  // oversized header) sends a reset that makes the client drop the answer before reading it.
-  socket.end(rawResponse(status, json("DataValidationError", message)))
-  const linger = setTimeout(() => socket.destroy(), lingerMs).unref()
-  socket.once("close", () => clearTimeout(linger))
+  afterInFlight(socket, () => (socket.writable ? endWith(socket, describeError(error)) : socket.destroy()))
+}
+
+/** What the routes answer (`OPTIONS` for CORS preflights). */
+const allowedMethods = "GET, HEAD, POST, OPTIONS"
+
+/**
+ * `connect`: Node hands a `CONNECT` request over as a bare socket and, with no
+ * listener, destroys it unanswered. This is no proxy: 405, naming what is allowed.
+ */
+const onConnect = (_request: IncomingMessage, socket: Duplex) => {
+  // Node no longer listens for errors on a socket it hands over: a reset nobody hears would crash the process.
+  socket.on("error", () => {})
+  endWith(socket, { status: 405, message: "method: CONNECT is not allowed" }, { Allow: allowedMethods })
 }
 
 /**
@@ -106,6 +160,7 @@ const notServing = (server: Server) => (_request: IncomingMessage, response: Ser
 /** Installs the JSON answers on a fresh `node:http` server, before it listens. */
 export const install = <S extends Server>(server: S): S => {
   server.on("clientError", onClientError(new WeakSet()))
+  server.on("connect", onConnect)
   server.on("checkExpectation", onCheckExpectation)
   server.prependListener("request", notServing(server))
   return server
