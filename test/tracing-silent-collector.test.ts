@@ -1,12 +1,10 @@
-import { mkdtemp, writeFile } from "node:fs/promises"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { getMetricsFromIterator } from "prom2javascript"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SilentCollector } from "./support/collector.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
 import { freePort, processGroup } from "./support/process.js"
+import { writeFixtureFile } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -22,15 +20,11 @@ const collector = await SilentCollector.start()
 const servers = processGroup(() => ({ DATABASE_URL: db.url, SEED_FILE: seedFile, LOG_LEVEL: "info", LOG_FORMAT: "json", RATE_LIMIT_MULTIPLIER: "1000" }))
 
 beforeAll(async () => {
-  db = await createDatabase()
-  const dir = await mkdtemp(join(tmpdir(), "hearken-silent-collector-"))
-  seedFile = join(dir, "fixture.json")
-  await writeFile(seedFile, JSON.stringify(baseFixture()))
+  ;[db, seedFile] = await Promise.all([createDatabase(), writeFixtureFile(baseFixture())])
 })
 afterAll(async () => {
   servers.killAll()
-  await collector.close()
-  await db?.drop()
+  await Promise.all([collector.close(), db?.drop()])
 })
 
 const dropped = async (metricsPort: number) => {
