@@ -145,6 +145,9 @@ describe("trace configuration", () => {
     expect(tracing.resourceAttributes).toEqual({ "deployment.environment": "prod", team: "feed back" })
     expect(Redacted.value(tracing.headers)).toEqual({ "x-api-key": "abc=" })
     expect(tracing.exportIntervalMs).toBe(5000)
+    expect(tracing.exportTimeoutMs).toBe(10_000)
+    expect(tracing.maxQueueSize).toBe(2048)
+    expect(tracing.maxExportBatchSize).toBe(512)
   })
 
   it("refuses a bad value naming the variable, and never prints the headers", async () => {
@@ -155,6 +158,14 @@ describe("trace configuration", () => {
     const headers = await load({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "secret-token-no-equals" })
     expect(Result.isFailure(headers) && headers.failure.message).toBe(
       "Invalid configuration: OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas"
+    )
+    const timeout = await load({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_TIMEOUT: "10s" })
+    expect(Result.isFailure(timeout) && timeout.failure.message).toBe(
+      "Invalid configuration: OTEL_EXPORTER_OTLP_TIMEOUT must be a number of milliseconds between 1 and 600000, got \"10s\""
+    )
+    const batch = await load({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_BSP_MAX_QUEUE_SIZE: "100", OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "512" })
+    expect(Result.isFailure(batch) && batch.failure.message).toBe(
+      "Invalid configuration: OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be an integer between 1 and OTEL_BSP_MAX_QUEUE_SIZE (100), got \"512\""
     )
     const format = await load({ LOG_FORMAT: "yaml" })
     expect(Result.isFailure(format) && format.failure.message).toBe("Invalid configuration: LOG_FORMAT must be text or json, got \"yaml\"")

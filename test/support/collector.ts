@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http"
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from "node:net"
 import { eventually } from "./wait.js"
 
 type AnyValue = { readonly stringValue?: string; readonly intValue?: number | string; readonly boolValue?: boolean; readonly doubleValue?: number }
@@ -92,6 +93,53 @@ export class Collector {
 
   close() {
     this.server.closeAllConnections()
+    return new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+}
+
+/**
+ * A collector that accepts connections, reads what is sent and never answers
+ * (decision 0019): counts the connections open now, the most ever open at
+ * once, and all it accepted.
+ */
+export class SilentCollector {
+  private readonly open = new Set<Socket>()
+  mostOpen = 0
+  accepted = 0
+  bytes = 0
+  private constructor(private readonly server: TcpServer, readonly port: number) {}
+
+  static start(): Promise<SilentCollector> {
+    return new Promise((resolve) => {
+      const server = createTcpServer()
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        const collector = new SilentCollector(server, typeof address === "object" && address ? address.port : 0)
+        server.on("connection", (socket) => collector.track(socket))
+        resolve(collector)
+      })
+    })
+  }
+
+  private track(socket: Socket) {
+    this.accepted++
+    this.open.add(socket)
+    this.mostOpen = Math.max(this.mostOpen, this.open.size)
+    socket.on("data", (chunk) => (this.bytes += chunk.length))
+    socket.on("error", () => {})
+    socket.on("close", () => this.open.delete(socket))
+  }
+
+  get openNow() {
+    return this.open.size
+  }
+
+  get endpoint() {
+    return `http://127.0.0.1:${this.port}`
+  }
+
+  close() {
+    for (const socket of this.open) socket.destroy()
     return new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 }

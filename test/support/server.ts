@@ -79,16 +79,20 @@ export const postJson = async (url: string, body: unknown, headers: Record<strin
     })
   )
 
-/** Writes `fixture` to a temporary file and starts a server that imports it (`SEED_FILE`). */
-export const startSeededServer = async (fixture: unknown, env: Record<string, string> = {}) => {
+/** Writes `fixture` to a new temporary file, for `SEED_FILE`, and gives its path. */
+export const writeFixtureFile = async (fixture: unknown) => {
   const { mkdtemp, writeFile } = await import("node:fs/promises")
   const { tmpdir } = await import("node:os")
   const { join } = await import("node:path")
   const dir = await mkdtemp(join(tmpdir(), "hearken-fixture-"))
   const file = join(dir, "fixture.json")
   await writeFile(file, JSON.stringify(fixture))
-  return startServer({ SEED_FILE: file, ...env })
+  return file
 }
+
+/** Writes `fixture` to a temporary file and starts a server that imports it (`SEED_FILE`). */
+export const startSeededServer = async (fixture: unknown, env: Record<string, string> = {}) =>
+  startServer({ SEED_FILE: await writeFixtureFile(fixture), ...env })
 
 /**
  * Starts a server before this file's tests and closes it after them. The

@@ -110,8 +110,11 @@ const LogLevelLive = Layer.unwrap(Effect.gen(function*() {
   return Layer.succeed(References.MinimumLogLevel, config.logLevel)
 }))
 
-/** The log level and format, and the trace exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
-const Observability = Layer.mergeAll(LogLevelLive, Logging.layer, Tracing.layer)
+/**
+ * The log level and format, and the trace exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` is set
+ * (built with the logger, so that its sending fiber logs in the configured format).
+ */
+const Observability = Tracing.layer.pipe(Layer.provideMerge(Layer.mergeAll(LogLevelLive, Logging.layer)))
 
 /** Schema, services and the configured seed: what the server and `npm run seed` share. */
 export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(

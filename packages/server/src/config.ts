@@ -69,8 +69,14 @@ export interface TracingConfig {
   readonly resourceAttributes: Record<string, string>
   /** `OTEL_EXPORTER_OTLP_HEADERS`, often a collector's API key. */
   readonly headers: Redacted.Redacted<Record<string, string>>
-  /** `OTEL_BSP_SCHEDULE_DELAY`: how often spans are sent. */
+  /** `OTEL_BSP_SCHEDULE_DELAY`: how often spans are sent (sooner when a full batch waits). */
   readonly exportIntervalMs: number
+  /** `OTEL_EXPORTER_OTLP_TIMEOUT`: longest one export request may take before its spans are dropped. */
+  readonly exportTimeoutMs: number
+  /** `OTEL_BSP_MAX_QUEUE_SIZE`: most ended spans held for export; beyond it new spans are dropped. */
+  readonly maxQueueSize: number
+  /** `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`: most spans in one export request (at most `maxQueueSize`). */
+  readonly maxExportBatchSize: number
 }
 
 /** Reads one variable as a raw string; unset and empty both mean "absent". */
@@ -167,6 +173,14 @@ const loadTracing = Effect.gen(function*() {
   const traces = new URL(endpoint.value)
   traces.pathname = `${traces.pathname.replace(/\/+$/, "")}/v1/traces`
   const resourceAttributes = yield* variable("OTEL_RESOURCE_ATTRIBUTES", keyValues, "key=value pairs separated by commas", {})
+  // OpenTelemetry's defaults for the batch span processor: 2048 queued, 512 a batch, 10 s a request.
+  const maxQueueSize = yield* variable("OTEL_BSP_MAX_QUEUE_SIZE", integer(1, 1_000_000), "an integer between 1 and 1000000", 2048)
+  const maxExportBatchSize = yield* variable(
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+    integer(1, maxQueueSize),
+    `an integer between 1 and OTEL_BSP_MAX_QUEUE_SIZE (${maxQueueSize})`,
+    Math.min(512, maxQueueSize)
+  )
   return Option.some<TracingConfig>({
     url: traces,
     protocol: yield* variable(
@@ -180,7 +194,10 @@ const loadTracing = Effect.gen(function*() {
     headers: Redacted.make(
       yield* variable("OTEL_EXPORTER_OTLP_HEADERS", keyValues, "key=value pairs separated by commas", {}, true)
     ),
-    exportIntervalMs: yield* variable("OTEL_BSP_SCHEDULE_DELAY", integer(1, 3_600_000), "a number of milliseconds", 5000)
+    exportIntervalMs: yield* variable("OTEL_BSP_SCHEDULE_DELAY", integer(1, 3_600_000), "a number of milliseconds", 5000),
+    exportTimeoutMs: yield* variable("OTEL_EXPORTER_OTLP_TIMEOUT", integer(1, 600_000), "a number of milliseconds between 1 and 600000", 10_000),
+    maxQueueSize,
+    maxExportBatchSize
   })
 })
 

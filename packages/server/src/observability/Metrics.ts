@@ -55,6 +55,12 @@ const webhookAttempts = (attributes: Record<string, string>) =>
     incremental: true,
     attributes
   })
+const traceSpansDropped = (attributes: Record<string, string>) =>
+  Metric.counter("hearken_trace_spans_dropped_total", {
+    description: "Spans never sent to the OTLP collector, by reason: queue_full (the export queue was full), timeout (the collector did not answer in time) or failed (it refused them or could not be reached)",
+    incremental: true,
+    attributes
+  })
 const webhookQueue = (attributes: Record<string, string>) =>
   Metric.gauge("hearken_webhook_queue_depth", {
     description: "Webhook deliveries waiting, database-wide: due (to send now), scheduled (a retry later), held (endpoint paused)",
@@ -117,6 +123,17 @@ export const timeEmbeddingsCall = <A, E, R>(outcomeOf: (exit: Exit.Exit<A, E>) =
 const attemptsOf = labelled(webhookAttempts)
 export type WebhookOutcome = "succeeded" | "retry" | "failed"
 export const webhookAttempt = (outcome: WebhookOutcome) => Metric.update(attemptsOf({ outcome }), 1)
+
+const spansDroppedOf = labelled(traceSpansDropped)
+export type SpanDropReason = "queue_full" | "timeout" | "failed"
+const spanDropReasons: ReadonlyArray<SpanDropReason> = ["queue_full", "timeout", "failed"]
+/**
+ * Counts dropped spans synchronously: a span ends (and finds the queue full)
+ * inside the tracer, outside any effect. `context` is the exporter's, for the
+ * metric registry.
+ */
+export const spansDropped = (reason: SpanDropReason, count: number, context: Context.Context<never>) =>
+  spansDroppedOf({ reason }).updateUnsafe(count, context)
 
 /**
  * The `endpoint` label: the API's endpoint name (`boards`, `feedback`,
@@ -276,6 +293,7 @@ const zeroes = Effect.gen(function*() {
   }
   for (const outcome of ["succeeded", "retry", "failed"] as const) yield* Metric.update(attemptsOf({ outcome }), 0)
   for (const outcome of ["ok", "timeout", "rejected", "error"] as const) yield* Metric.update(callsOf({ outcome }), 0)
+  for (const reason of spanDropReasons) yield* Metric.update(spansDroppedOf({ reason }), 0)
 })
 
 export class Metrics {

@@ -1,26 +1,68 @@
 import { Context, Effect, Layer, Option, Redacted, Tracer } from "effect"
-import { FetchHttpClient, Headers, HttpEffect, HttpRouter, HttpServerResponse, HttpTraceContext } from "effect/http"
-import { OtlpSerialization, OtlpTracer } from "effect/observability"
+import { NodeHttpClient } from "@effect/platform-node"
+import {
+  Headers,
+  HttpClient,
+  HttpClientRequest,
+  HttpEffect,
+  HttpRouter,
+  HttpServerResponse,
+  HttpTraceContext
+} from "effect/http"
+import { OtlpResource, OtlpSerialization } from "effect/observability"
 import { ServerConfig, type TracingConfig } from "../config.js"
+import { spansDropped } from "./Metrics.js"
+import { ExportedSpan, type OtlpSpan, toOtlpSpan } from "./OtlpSpans.js"
+import * as SpanQueue from "./SpanQueue.js"
 
 /** The response header that names the request's trace; a 500's `detail` holds the same id. */
 export const traceIdHeader = "x-trace-id"
 
+/**
+ * Our OTLP tracer: Effect's spans, encoded as Effect's `OtlpTracer` does, but
+ * queued in a `SpanQueue` (bounded, one request at a time, each with a
+ * timeout, drops counted and logged once) instead of Effect's exporter, which
+ * holds every batch a silent collector never answers (decision 0019).
+ */
+const makeTracer = Effect.fnUntraced(function*(config: TracingConfig) {
+  const serialization = yield* OtlpSerialization.OtlpSerialization
+  const context = yield* Effect.context<never>()
+  const client = (yield* HttpClient.HttpClient).pipe(
+    HttpClient.filterStatusOk,
+    // The exporter's own requests carry no trace context and make no spans.
+    HttpClient.transformResponse(Effect.provideService(HttpClient.TracerPropagationEnabled, false))
+  )
+  const resource = OtlpResource.make({ serviceName: config.serviceName, attributes: config.resourceAttributes })
+  const scope = { name: "hearken" }
+  const request = HttpClientRequest.post(config.url, { headers: Redacted.value(config.headers) })
+  const queue = yield* SpanQueue.make<OtlpSpan>({
+    maxQueueSize: config.maxQueueSize,
+    maxBatchSize: config.maxExportBatchSize,
+    intervalMs: config.exportIntervalMs,
+    timeoutMs: config.exportTimeoutMs,
+    destination: `the collector at ${config.url.origin}`,
+    dropped: (reason, count) => spansDropped(reason, count, context),
+    send: (spans) =>
+      client.execute(
+        HttpClientRequest.setBody(request, serialization.traces({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans }] }] }))
+      ).pipe(Effect.flatMap((response) => response.arrayBuffer), Effect.withTracerEnabled(false))
+  })
+  const onEnd = (span: ExportedSpan) => queue.offer(() => toOtlpSpan(span))
+  return Tracer.make({ span: (options) => new ExportedSpan(options, onEnd) })
+})
+
 const exporter = (config: TracingConfig) =>
-  OtlpTracer.layer({
-    url: config.url.toString(),
-    resource: { serviceName: config.serviceName, attributes: config.resourceAttributes },
-    headers: Redacted.value(config.headers),
-    exportInterval: config.exportIntervalMs
-  }).pipe(
+  Layer.effect(Tracer.Tracer, makeTracer(config)).pipe(
     Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
-    Layer.provide(FetchHttpClient.layer)
+    // An agent of its own, with one socket: a second can never open, whatever the client does on a timeout.
+    Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true, maxSockets: 1 }))
   )
 
 /**
  * Spans exported over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set;
  * otherwise nothing at all: Effect's native tracer stays, and the HTTP server
- * skips its request span. Spans still in the buffer are sent on shutdown.
+ * skips its request span. Spans still queued are sent on shutdown, unless the
+ * collector is failing.
  */
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig

@@ -1,0 +1,85 @@
+import { getMetricsFromIterator } from "prom2javascript"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { SilentCollector } from "./support/collector.js"
+import { createDatabase, type TestDatabase } from "./support/database.js"
+import { baseFixture } from "./support/fixtures.js"
+import { freePort, processGroup } from "./support/process.js"
+import { writeFixtureFile } from "./support/server.js"
+import { eventually } from "./support/wait.js"
+
+/**
+ * Issue 18, break 5 (decision 0019): a collector that accepts connections and
+ * never answers. Effect's exporter had no timeout and started one more
+ * request per 1,000 spans, each held forever: sockets and memory grew with
+ * the load. Now one request at a time, cut at OTEL_EXPORTER_OTLP_TIMEOUT, its
+ * spans dropped and counted, one warning, and the server answers throughout.
+ */
+let db: TestDatabase
+let seedFile: string
+const collector = await SilentCollector.start()
+const servers = processGroup(() => ({ DATABASE_URL: db.url, SEED_FILE: seedFile, LOG_LEVEL: "info", LOG_FORMAT: "json", RATE_LIMIT_MULTIPLIER: "1000" }))
+
+beforeAll(async () => {
+  ;[db, seedFile] = await Promise.all([createDatabase(), writeFixtureFile(baseFixture())])
+})
+afterAll(async () => {
+  servers.killAll()
+  await Promise.all([collector.close(), db?.drop()])
+})
+
+const dropped = async (metricsPort: number) => {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const family = (await getMetricsFromIterator(text.split("\n")[Symbol.iterator]()))["hearken_trace_spans_dropped_total"]
+  const value = (reason: string) =>
+    (family?.data.find((d) => d.labels["reason"] === reason) as { value: number } | undefined)?.value ?? 0
+  return { queue_full: value("queue_full"), timeout: value("timeout"), failed: value("failed") }
+}
+
+const warnings = (stdout: string) =>
+  stdout.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as { level: string; message: string })
+    .filter((entry) => entry.level === "WARN" && entry.message.startsWith("Traces: dropping spans"))
+
+describe("a collector that never answers", () => {
+  it("costs one socket at a time and a bounded queue: spans are dropped, counted and warned about once, and requests are answered", async () => {
+    const metricsPort = await freePort()
+    const server = await servers.start({
+      METRICS_PORT: String(metricsPort),
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+      OTEL_EXPORTER_OTLP_TIMEOUT: "300",
+      OTEL_BSP_MAX_QUEUE_SIZE: "200",
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "50"
+    })
+    const boards = `${server.origin}/api/widget/v1/boards?organizationId=org_acme`
+
+    // A bounded load: 2,400 requests, 20 at a time, several spans each.
+    const statuses = new Map<number, number>()
+    for (let round = 0; round < 120; round++) {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(boards).then(async (res) => (await res.arrayBuffer(), res.status))))
+      for (const status of answers) statuses.set(status, (statuses.get(status) ?? 0) + 1)
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 2400 })
+
+    // Exports were tried, and never more than one connection was open at a time.
+    expect(collector.accepted).toBeGreaterThanOrEqual(1)
+    expect(collector.mostOpen).toBe(1)
+
+    // Timed-out batches and spans refused by the full queue are counted.
+    const counted = await eventually("timed-out spans counted", async () => {
+      const now = await dropped(metricsPort)
+      return now.timeout > 0 ? now : undefined
+    })
+    expect(counted.queue_full).toBeGreaterThan(0)
+    expect(counted.failed).toBe(0)
+
+    // A third attempt starts only after two timeouts and their backoff: still one warning, and still answering.
+    await eventually("a third export attempt", async () => collector.accepted >= 3 || undefined, { timeoutMs: 30_000 })
+    expect((await fetch(boards)).status).toBe(200)
+    expect(collector.mostOpen).toBe(1)
+    expect(await servers.stop(server)).toBe(0)
+    expect(warnings(server.stdout()).map((entry) => entry.message)).toEqual([
+      "Traces: dropping spans: the collector at " + collector.endpoint +
+      " did not answer within 300 ms. They are counted in hearken_trace_spans_dropped_total; this is logged once, and again once exports succeed."
+    ])
+  })
+})
