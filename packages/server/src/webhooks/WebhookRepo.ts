@@ -171,13 +171,14 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
       // rows taken are locked, skipping those a concurrent claim holds; the ×4 leaves it room.
       const claim = (c: Claim) => {
         const now = iso(c.nowMs)
+        const busy = JSON.stringify(Object.fromEntries(c.busy))
         return sql<ClaimedDelivery>`WITH RECURSIVE queued (endpoint_id) AS (
             SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'pending'
             UNION ALL
             SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d WHERE d.status = 'pending' AND d.endpoint_id > q.endpoint_id)
             FROM queued q WHERE q.endpoint_id IS NOT NULL
           ), shares AS (
-            SELECT e.id, LEAST(${c.perEndpoint} - COALESCE((${JSON.stringify(Object.fromEntries(c.busy))}::jsonb ->> e.id)::int, 0), ${c.limit}) AS share
+            SELECT e.id, GREATEST(LEAST(${c.perEndpoint} - COALESCE((${busy}::jsonb ->> e.id)::int, 0), ${c.limit}), 0) AS share
             FROM queued q JOIN webhook_endpoints e ON e.id = q.endpoint_id AND e.paused_at IS NULL
           ), candidates AS (
             SELECT head.id, head.next_attempt_at,
@@ -193,10 +194,10 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
             ORDER BY turn, head.next_attempt_at, head.id
             LIMIT ${c.limit * 4}
           ), due AS (
-            SELECT d.id FROM candidates c JOIN webhook_deliveries d ON d.id = c.id
+            SELECT d.id FROM candidates JOIN webhook_deliveries d ON d.id = candidates.id
             WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
               AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
-            ORDER BY c.turn, c.next_attempt_at, c.id
+            ORDER BY candidates.turn, candidates.next_attempt_at, candidates.id
             LIMIT ${c.limit}
             FOR UPDATE OF d SKIP LOCKED
           )
