@@ -11,7 +11,7 @@ import { Feedback } from "../packages/server/dist/feedback/Feedback.js"
 import { redactUrl } from "../packages/server/dist/webhooks/redactUrl.js"
 import { backoffMs, judge, parseRetryAfter } from "../packages/server/dist/webhooks/RetryPolicy.js"
 import { WebhookRepo } from "../packages/server/dist/webhooks/WebhookRepo.js"
-import { leaseMs, pausePolicy, perEndpoint } from "../packages/server/dist/webhooks/limits.js"
+import { concurrency, leaseMs, pausePolicy, perEndpoint } from "../packages/server/dist/webhooks/limits.js"
 import { WebhookDelivery } from "../packages/server/dist/webhooks/WebhookWorker.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
@@ -73,7 +73,7 @@ const maxAttempts = 3
 const baseMs = 1_000
 const timeoutMs = 2_000
 
-const organizations = ["backoff", "retry_after", "lease", "lost", "pause"].map((name) => `org_${name}`)
+const organizations = ["backoff", "retry_after", "lease", "lost", "pause", "hanging", "next"].map((name) => `org_${name}`)
 
 /** Core (migrated, seeded) on a fresh database, the delivery service, and a receiver. */
 const Env = Layer.unwrap(Effect.gen(function*() {
@@ -292,4 +292,38 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       const ids = new Set(receiver.at("/org_pause").map((r) => r.headers["webhook-id"]))
       assert.strictEqual(ids.size, 51)
     }).pipe(Random.withSeed("pause"))))
+
+  it.effect("claims fairly: a backlog of 500 takes only its endpoint's share, and another's retry is claimed at once", () =>
+    virtual(Effect.gen(function*() {
+      const receiver = yield* TestReceiver
+      const repo = yield* WebhookRepo
+      const delivery = yield* WebhookDelivery
+      receiver.on("/org_next", (n) => ({ status: n === 1 ? 503 : 204 }))
+      yield* startClock
+      // B's delivery fails once; its retry falls due within a second, behind every new delivery ('-infinity').
+      yield* createPost("org_next")
+      assert.strictEqual(yield* deliverDue, 1)
+      // Meanwhile A's endpoint gathers a backlog of 500 new deliveries.
+      yield* Effect.forEach(Array.from({ length: 500 }, (_, i) => i), (i) =>
+        repo.enqueue({ id: `msg_hanging_${i}`, organizationId: "org_hanging", type: "feedback.post.created", body: "{}", traceparent: null }), {
+        concurrency: 4,
+        discard: true
+      })
+      yield* TestClock.adjust(baseMs)
+
+      const byEndpoint = (batch: ReadonlyArray<{ readonly endpointId: string }>) =>
+        batch.reduce<Record<string, number>>((n, d) => ({ ...n, [d.endpointId]: (n[d.endpointId] ?? 0) + 1 }), {})
+      // Nothing in flight: A gets its share, and B's retry goes with it.
+      const first = yield* delivery.claim(concurrency)
+      assert.deepStrictEqual(byEndpoint(first), { wh_org_hanging: perEndpoint, wh_org_next: 1 })
+      // A at its cap (its attempts hang): this worker takes none of A's more, however many slots it has.
+      yield* createPost("org_next")
+      const again = yield* delivery.claim(concurrency, new Map([["wh_org_hanging", perEndpoint], ["wh_org_next", 1]]))
+      assert.deepStrictEqual(byEndpoint(again), { wh_org_next: 1 })
+      // A second worker (nothing in flight of its own) takes A's next share, none of what the first leased.
+      const second = yield* delivery.claim(concurrency)
+      assert.deepStrictEqual(byEndpoint(second), { wh_org_hanging: perEndpoint })
+      const leased = new Set([...first, ...again].map((d) => d.id))
+      assert.isFalse(second.some((d) => leased.has(d.id)))
+    })))
 })

@@ -96,8 +96,8 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
   /**
    * Leases up to `limit` due deliveries of endpoints that are not paused
    * (`FOR UPDATE SKIP LOCKED`), at most `perEndpoint` of any one endpoint
-   * less what `busy` says the caller already has in flight to it, and counts
-   * their attempt.
+   * less what `busy` says the caller already has in flight to it, taking
+   * turns between endpoints, and counts their attempt.
    */
   readonly claim: (claim: Claim) => Q<ReadonlyArray<ClaimedDelivery>>
   /**
@@ -164,25 +164,42 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           )
           SELECT count(*)::int AS count FROM deliveries`.pipe(Effect.map((rows) => rows[0]?.count ?? 0))
 
-      // Candidates are locked in due order; a window then keeps what each endpoint has left of
-      // `perEndpoint`, so one endpoint's backlog cannot take every slot. The rest are unlocked at once.
-      const claim = (c: Claim) =>
-        sql<ClaimedDelivery>`WITH candidates AS (
-            SELECT d.id, d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
-            JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.paused_at IS NULL
-            WHERE d.status = 'pending' AND d.next_attempt_at <= ${iso(c.nowMs)}::timestamptz
-              AND (d.lease_until IS NULL OR d.lease_until <= ${iso(c.nowMs)}::timestamptz)
-            ORDER BY d.next_attempt_at, d.id
+      // Fair by construction (decision 0017): each endpoint with pending deliveries (found by a skip
+      // scan, one index probe per endpoint) offers at most what it has left of its share, read from
+      // the front of its own queue, so no backlog stands in front of another endpoint's delivery.
+      // Endpoints take turns (every one's first, then every second, each turn in due order). Only the
+      // rows taken are locked, skipping those a concurrent claim holds; the ×4 leaves it room.
+      const claim = (c: Claim) => {
+        const now = iso(c.nowMs)
+        const busy = JSON.stringify(Object.fromEntries(c.busy))
+        return sql<ClaimedDelivery>`WITH RECURSIVE queued (endpoint_id) AS (
+            SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'pending'
+            UNION ALL
+            SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d WHERE d.status = 'pending' AND d.endpoint_id > q.endpoint_id)
+            FROM queued q WHERE q.endpoint_id IS NOT NULL
+          ), shares AS (
+            SELECT e.id, GREATEST(LEAST(${c.perEndpoint} - COALESCE((${busy}::jsonb ->> e.id)::int, 0), ${c.limit}), 0) AS share
+            FROM queued q JOIN webhook_endpoints e ON e.id = q.endpoint_id AND e.paused_at IS NULL
+          ), candidates AS (
+            SELECT head.id, head.next_attempt_at,
+              row_number() OVER (PARTITION BY s.id ORDER BY head.next_attempt_at, head.id) AS turn
+            FROM shares s CROSS JOIN LATERAL (
+              SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+              WHERE d.endpoint_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+                AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
+              ORDER BY d.next_attempt_at, d.id
+              LIMIT s.share
+            ) head
+            WHERE s.share > 0
+            ORDER BY turn, head.next_attempt_at, head.id
             LIMIT ${c.limit * 4}
-            FOR UPDATE OF d SKIP LOCKED
           ), due AS (
-            SELECT id FROM (
-              SELECT id, endpoint_id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rank
-              FROM candidates
-            ) ranked
-            WHERE rank <= ${c.perEndpoint} - COALESCE((${JSON.stringify(Object.fromEntries(c.busy))}::jsonb ->> endpoint_id)::int, 0)
-            ORDER BY next_attempt_at, id
+            SELECT d.id FROM candidates JOIN webhook_deliveries d ON d.id = candidates.id
+            WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+              AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
+            ORDER BY candidates.turn, candidates.next_attempt_at, candidates.id
             LIMIT ${c.limit}
+            FOR UPDATE OF d SKIP LOCKED
           )
           UPDATE webhook_deliveries d
           SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1
@@ -190,6 +207,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
           RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
             e.id AS "endpointId", e.url, e.secret, ev.traceparent`
+      }
 
       const complete = (delivery: ClaimedDelivery, c: Completion, policy: PausePolicy) => {
         const now = iso(c.nowMs)

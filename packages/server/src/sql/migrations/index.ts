@@ -10,6 +10,7 @@ import updateHtml from "./0008_update_html.js"
 import idempotencyKeys from "./0009_idempotency_keys.js"
 import ginPendingLists from "./0010_gin_pending_lists.js"
 import webhookTraceContext from "./0011_webhook_trace_context.js"
+import webhookClaimPerEndpoint from "./0012_webhook_claim_per_endpoint.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -23,5 +24,6 @@ export const loader = Migrator.fromRecord({
   "0008_update_html": updateHtml,
   "0009_idempotency_keys": idempotencyKeys,
   "0010_gin_pending_lists": ginPendingLists,
-  "0011_webhook_trace_context": webhookTraceContext
+  "0011_webhook_trace_context": webhookTraceContext,
+  "0012_webhook_claim_per_endpoint": webhookClaimPerEndpoint
 })
