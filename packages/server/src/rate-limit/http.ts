@@ -59,7 +59,8 @@ export class RateLimitGate extends Context.Service<RateLimitGate, {
       const limits: Record<string, number> = Object.fromEntries(
         Object.entries(RateLimits).map(([endpoint, perMinute]) => [endpoint, Math.round(perMinute * config.rateLimitMultiplier)])
       )
-      const admit = Effect.fn("RateLimitGate.admit")(function*(endpoint: RateLimitedEndpoint) {
+      // Untraced: it runs on every limited request, and `RateLimiter.consume` is already its span.
+      const admit = Effect.fnUntraced(function*(endpoint: RateLimitedEndpoint) {
         const limit = yield* limitFor(limits, endpoint)
         const request = yield* HttpServerRequest.HttpServerRequest
         const address = clientAddress(
