@@ -1,4 +1,6 @@
 import SwaggerParser from "@apidevtools/swagger-parser"
+import { type IncomingHttpHeaders, request } from "node:http"
+import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { beforeAll, describe, expect, it } from "vitest"
 import { launchChromium } from "./support/browser.js"
 import { getJson, startServer, useServer } from "./support/server.js"
@@ -145,17 +147,6 @@ describe("GET /docs", () => {
     expect(html).toMatch(/withDefaultFonts["']?\s*:\s*false/)
   })
 
-  it("is served compressed to clients that accept it", async () => {
-    const { request } = await import("node:http")
-    const encoding = await new Promise<string | undefined>((resolve, reject) => {
-      request(`${server.origin}/docs`, { headers: { "accept-encoding": "gzip" } }, (res) => {
-        res.resume()
-        resolve(res.headers["content-encoding"])
-      }).on("error", reject).end()
-    })
-    expect(encoding).toBe("gzip")
-  })
-
   it("renders in a browser with every other origin cut off, and asks for nothing outside", async () => {
     // Other hosts are cut off by the browser's resolver, not by intercepting requests (see launchChromium).
     const browser = await launchChromium()
@@ -173,6 +164,42 @@ describe("GET /docs", () => {
       expect(outside).toEqual([])
     } finally {
       await browser.close()
+    }
+  })
+})
+
+/** One GET on a fresh connection, the body as the bytes sent (no decoding, unlike fetch). */
+const getRaw = (url: string, acceptEncoding?: string) =>
+  new Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+    request(url, { agent: false, headers: acceptEncoding === undefined ? {} : { "accept-encoding": acceptEncoding } }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+    }).on("error", reject).end()
+  })
+
+describe.each(["/docs", "/docs/openapi.json", "/widget/widget.js", "/widget/"])("GET %s, precompressed", (path) => {
+  it("answers br, gzip or identity as the client accepts, each decoding to the same bytes, with Vary and Content-Length", async () => {
+    const identity = await getRaw(`${server.origin}${path}`, "identity")
+    expect(identity.status).toBe(200)
+    expect(identity.headers["content-encoding"]).toBeUndefined()
+    const cases = [
+      ["br", "br", brotliDecompressSync],
+      ["gzip", "gzip", gunzipSync],
+      ["gzip, deflate, br, zstd", "br", brotliDecompressSync],
+      ["br;q=0, gzip;q=0.5", "gzip", gunzipSync],
+      ["*", "br", brotliDecompressSync],
+      ["gzip;q=0, br;q=0", undefined, (b: Buffer) => b],
+      [undefined, undefined, (b: Buffer) => b]
+    ] as const
+    for (const [accept, encoding, decode] of cases) {
+      const res = await getRaw(`${server.origin}${path}`, accept)
+      expect([accept, res.status, res.headers["content-encoding"]]).toEqual([accept, 200, encoding])
+      expect(res.headers["vary"]?.toLowerCase().split(/,\s*/)).toContain("accept-encoding")
+      expect(res.headers["content-type"]).toBe(identity.headers["content-type"])
+      expect(Number(res.headers["content-length"])).toBe(res.body.length)
+      expect(decode(res.body).equals(identity.body)).toBe(true)
+      if (encoding !== undefined) expect(res.body.length).toBeLessThan(identity.body.length)
     }
   })
 })

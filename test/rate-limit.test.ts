@@ -108,6 +108,32 @@ describe.each([
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429])
   })
 
+  it("limits /docs and /docs/openapi.json like the API: 30 a minute per IP, one budget for both", async () => {
+    const started = performance.now()
+    const documents = await Promise.all(
+      Array.from({ length: 30 }, () => send(`${server.origin}/docs/openapi.json`, { from: "127.0.0.12" }))
+    )
+    expect(documents.map((r) => r.status)).toEqual(Array(30).fill(200))
+    expect(documents.map((r) => r.headers["ratelimit-limit"])).toEqual(Array(30).fill("30"))
+    // One request comes back every 2 s: a slow machine may see a few more pages, never an unlimited run.
+    const pages: Array<Awaited<ReturnType<typeof send>>> = []
+    while (pages.length < 10 && pages.at(-1)?.status !== 429) {
+      pages.push(await send(`${server.origin}/docs`, { from: "127.0.0.12", headers: { "accept-encoding": "gzip" } }))
+    }
+    const refills = Math.floor((performance.now() - started) / 2_000) + 1
+    const refused = pages.at(-1)!
+    expect(refused.status).toBe(429)
+    expect(pages.length - 1).toBeLessThanOrEqual(refills)
+    expect(refused.headers["content-type"]).toMatch(/^application\/json/)
+    expect(refused.body).toEqual({ _tag: "RateLimitExceededError", message: expect.stringMatching(/^At most 30 requests per minute/) })
+    expect(refused.headers["retry-after"]).toMatch(/^[1-9]\d*$/)
+    expect(refused.headers["ratelimit-limit"]).toBe("30")
+    expect(refused.headers["ratelimit-remaining"]).toBe("0")
+    expect(refused.headers["content-encoding"]).toBeUndefined()
+    // Another address has its own budget.
+    expect((await send(`${server.origin}/docs/openapi.json`, { from: "127.0.0.13" })).headers["ratelimit-remaining"]).toBe("29")
+  })
+
   it("does not cover /health", async () => {
     for (let i = 0; i < 8; i++) {
       const res = await send(`${server.origin}/health`, { from: "127.0.0.2" })
@@ -238,13 +264,15 @@ describe("when Redis fails", () => {
 })
 
 describe("the limits table (issue 11, row 12)", () => {
-  it("has exactly one limit per widget endpoint, and the OpenAPI descriptions quote it", async () => {
+  it("has exactly one limit per widget endpoint and one for /docs, and the OpenAPI descriptions quote them", async () => {
     const { HearkenApi, RateLimits } = await import("@hearken/api")
     const { OpenApi } = await import("effect/http-api")
     const spec = OpenApi.fromApi(HearkenApi) as any
     const widget = Object.entries<Record<string, any>>(spec.paths).filter(([path]) => path.startsWith("/api/widget/v1/"))
     const identifiers = widget.map(([path]) => path.slice("/api/widget/v1/".length)).sort()
-    expect(Object.keys(RateLimits).sort()).toEqual(identifiers)
+    expect(Object.keys(RateLimits).sort()).toEqual([...identifiers, "docs"].sort())
+    expect(spec.info.description).toContain(`GET /docs and GET /docs/openapi.json`)
+    expect(spec.info.description).toContain(`Rate limit: ${RateLimits.docs} per minute per IP.`)
     for (const [path, item] of widget) {
       const operation = Object.values(item)[0]
       const endpoint = path.slice("/api/widget/v1/".length) as keyof typeof RateLimits

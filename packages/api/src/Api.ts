@@ -16,6 +16,7 @@ import {
   IdempotencyKey,
   idempotencyKeyPattern,
   OrganizationQuery,
+  type RateLimitedEndpoint,
   RateLimits,
   SuggestionMatch,
   SuggestionsRequest,
@@ -124,7 +125,7 @@ const completeDocument = (spec: Record<string, any>) => {
   return spec
 }
 
-const rateLimitOf = (endpoint: WidgetEndpoint) => `Rate limit: ${RateLimits[endpoint]} per minute per IP.`
+const rateLimitOf = (endpoint: RateLimitedEndpoint) => `Rate limit: ${RateLimits[endpoint]} per minute per IP.`
 
 export class WidgetGroup extends HttpApiGroup.make("widget")
   .add(
@@ -198,6 +199,8 @@ export class HearkenApi extends HttpApi.make("hearken")
     transform: completeDocument,
     title: "Hearken widget API",
     version: "1.0.0",
-    description: "Public HTTP API behind the embeddable feedback widget. No login; every route is scoped by organizationId and rate-limited per client IP."
+    description: "Public HTTP API behind the embeddable feedback widget. No login; every widget route is scoped by " +
+      "organizationId and rate-limited per client IP. This reference (GET /docs and GET /docs/openapi.json, one budget " +
+      `for both) is too. ${rateLimitOf("docs")}`
   }))
 {}

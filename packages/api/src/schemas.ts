@@ -18,12 +18,20 @@ export const Limits = {
  */
 export type WidgetEndpoint = "suggestions" | "feedback" | "boards" | "updates"
 
+/**
+ * What a client IP is limited on: each widget endpoint, and `docs`, the API
+ * reference (`GET /docs` and `GET /docs/openapi.json`, one budget for both).
+ */
+export type RateLimitedEndpoint = WidgetEndpoint | "docs"
+
 /** Requests per minute per client IP, by endpoint (spec §8); the OpenAPI descriptions quote it. */
-export const RateLimits: { readonly [Endpoint in WidgetEndpoint]: number } = {
+export const RateLimits: { readonly [Endpoint in RateLimitedEndpoint]: number } = {
   boards: 120,
   updates: 120,
   feedback: 20,
-  suggestions: 5
+  suggestions: 5,
+  // A person reads the reference a few times; the page is 3 MB (decision 0016).
+  docs: 30
 }
 
 /** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */

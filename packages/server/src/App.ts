@@ -2,7 +2,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { HearkenApi } from "@hearken/api"
 import { Effect, Layer, References } from "effect"
 import { HttpRouter } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder } from "effect/http-api"
 import { createServer } from "node:http"
 import { Boards } from "./boards/Boards.js"
 import { PublicAnswers } from "./caching/PublicAnswers.js"
@@ -11,6 +11,7 @@ import { Sanitizer } from "./content/Sanitizer.js"
 import { Embedder, EmbeddingSignal } from "./embeddings/Embedder.js"
 import { EmbeddingRepo } from "./embeddings/EmbeddingRepo.js"
 import { Embeddings } from "./embeddings/Embeddings.js"
+import * as ApiDocs from "./docs/Docs.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
 import { Importer } from "./fixtures/Importer.js"
@@ -45,19 +46,18 @@ const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, PublicAnswers
   Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingRepo.layer, EmbeddingSignal.layer))
 )
 
-const Api = HttpApiBuilder.layer(HearkenApi, { openapiPath: "/docs/openapi.json" }).pipe(
+/** One rate limiter for the API and for `/docs`. */
+const RateLimiting = RateLimitHttp.RateLimitGate.layer.pipe(Layer.provide(RateLimiter.layer))
+
+const Api = HttpApiBuilder.layer(HearkenApi).pipe(
   Layer.provide([WidgetHandlers.layer, Health.layer]),
   Layer.provideMerge(RequestErrors.layer),
   Layer.provideMerge(RateLimitHttp.layer),
-  Layer.provide(RateLimiter.layer)
+  Layer.provide(RateLimiting)
 )
 
-/** The reference UI: one page with Scalar's 3 MB bundle inlined, so it is served compressed. */
-const Docs = HttpApiScalar.layer(HearkenApi, {
-  path: "/docs",
-  // Scalar's default fonts come from its CDN; the page must work offline.
-  scalar: { withDefaultFonts: false }
-}).pipe(Layer.provide(Edge.compressed))
+/** `/docs` and `/docs/openapi.json`, rate-limited, from bytes made at start-up (decision 0016). */
+const Docs = ApiDocs.layer.pipe(Layer.provide(RateLimiting))
 
 // Metrics first: the first global middleware is the outermost, so it counts every answer as sent.
 const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.requestFraming, Edge.requestLog, Tracing.responseHeader)

@@ -1,6 +1,6 @@
 import { requestHeaders, responseHeaders } from "@hearken/api/thin"
 import { Cause, Effect, Layer, Option, References } from "effect"
-import { HttpMiddleware, HttpPlatform, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 import * as Tracing from "../observability/Tracing.js"
 
@@ -119,13 +119,3 @@ export const requestLog = Layer.unwrap(Effect.gen(function*() {
     )
     : Layer.empty
 }))
-
-/**
- * Compresses the answers of the routes it is provided to, for clients that
- * accept it: the large static pages (`/docs`, the widget), not the API.
- */
-export const compressed = HttpRouter.middleware(Effect.gen(function*() {
-  const platform = yield* HttpPlatform.HttpPlatform
-  const compress = HttpMiddleware.compression()
-  return (httpEffect) => compress(httpEffect).pipe(Effect.provideService(HttpPlatform.HttpPlatform, platform))
-})).layer

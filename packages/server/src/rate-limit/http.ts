@@ -1,5 +1,12 @@
-import { RateLimit, RateLimitExceededError, RateLimits, RateLimitUnavailableError } from "@hearken/api"
-import { Effect, Layer } from "effect"
+import {
+  RateLimit,
+  type RateLimitedEndpoint,
+  RateLimitExceededError,
+  RateLimits,
+  RateLimitUnavailableError,
+  type WidgetEndpoint
+} from "@hearken/api"
+import { Context, Effect, Layer, Schema } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 import * as Metrics from "../observability/Metrics.js"
@@ -34,42 +41,75 @@ export const limitFor = (limits: Readonly<Record<string, number>>, endpoint: str
 const unavailable = new RateLimitUnavailableError({ message: "Rate limiting is temporarily unavailable; retry shortly" })
 
 /**
- * Spends one request from the caller's bucket (endpoint × client IP) before
- * anything else happens, and puts `RateLimit-*` on whatever response follows.
+ * Spends one request from the caller's bucket (endpoint × client IP) and puts
+ * `RateLimit-*` on whatever response follows. One gate for the API's
+ * middleware and for the routes outside the API (`/docs`), so both count the
+ * same way, from the same table and the same client-IP rules.
  */
-export const layer = Layer.effect(
-  RateLimit,
-  Effect.gen(function*() {
-    const limiter = yield* RateLimiter
-    const config = yield* ServerConfig
-    const limits: Record<string, number> = Object.fromEntries(
-      Object.entries(RateLimits).map(([endpoint, perMinute]) => [endpoint, Math.round(perMinute * config.rateLimitMultiplier)])
-    )
-    return (httpEffect, { endpoint }) =>
-      Effect.gen(function*() {
-        const limit = yield* limitFor(limits, endpoint.identifier)
+export class RateLimitGate extends Context.Service<RateLimitGate, {
+  readonly admit: (
+    endpoint: RateLimitedEndpoint
+  ) => Effect.Effect<void, RateLimitExceededError | RateLimitUnavailableError, HttpServerRequest.HttpServerRequest>
+}>()("hearken/RateLimitGate") {
+  static readonly layer = Layer.effect(
+    RateLimitGate,
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      const config = yield* ServerConfig
+      const limits: Record<string, number> = Object.fromEntries(
+        Object.entries(RateLimits).map(([endpoint, perMinute]) => [endpoint, Math.round(perMinute * config.rateLimitMultiplier)])
+      )
+      // Untraced: it runs on every limited request, and `RateLimiter.consume` is already its span.
+      const admit = Effect.fnUntraced(function*(endpoint: RateLimitedEndpoint) {
+        const limit = yield* limitFor(limits, endpoint)
         const request = yield* HttpServerRequest.HttpServerRequest
         const address = clientAddress(
           request.peerAddress._tag === "Some" ? request.peerAddress.value : undefined,
           request.headers["x-forwarded-for"],
           config.trustProxy
         )
-        const bucket = `${endpoint.identifier}:${address === undefined ? "unknown" : bucketOf(address)}`
+        const bucket = `${endpoint}:${address === undefined ? "unknown" : bucketOf(address)}`
         const decision = yield* limiter.consume(bucket, limit).pipe(
           Effect.catchTag("RateLimiterUnavailable", () =>
-            Metrics.rateLimitDecision(endpoint.identifier, "unavailable").pipe(
+            Metrics.rateLimitDecision(endpoint, "unavailable").pipe(
               Effect.andThen(setHeaders({ "retry-after": "1" })),
               Effect.andThen(Effect.fail(unavailable))
             ))
         )
-        yield* Metrics.rateLimitDecision(endpoint.identifier, decision.allowed ? "allowed" : "limited")
+        yield* Metrics.rateLimitDecision(endpoint, decision.allowed ? "allowed" : "limited")
         yield* setHeaders(headersOf(limit, decision))
         if (!decision.allowed) {
           return yield* new RateLimitExceededError({
             message: `At most ${limit} requests per minute; retry in ${retryAfterSeconds(decision)} s`
           })
         }
-        return yield* httpEffect
       })
+      return RateLimitGate.of({ admit })
+    })
+  )
+}
+
+/** The API's `RateLimit` middleware: the gate, before anything else on a widget route. */
+export const layer = Layer.effect(
+  RateLimit,
+  Effect.gen(function*() {
+    const gate = yield* RateLimitGate
+    return (httpEffect, { endpoint }) =>
+      // `rateLimitsCoverTheWidget` (Api.ts) makes every widget identifier a key of the table.
+      Effect.andThen(gate.admit(endpoint.identifier as WidgetEndpoint), httpEffect)
   })
 )
+
+const encodeExceeded = Schema.encodeSync(RateLimitExceededError)
+const encodeUnavailable = Schema.encodeSync(RateLimitUnavailableError)
+
+/** The statuses `errors.ts` gives these two classes. */
+const refusal = (error: RateLimitExceededError | RateLimitUnavailableError) =>
+  error._tag === "RateLimitExceededError"
+    ? HttpServerResponse.jsonUnsafe(encodeExceeded(error), { status: 429 })
+    : HttpServerResponse.jsonUnsafe(encodeUnavailable(error), { status: 503 })
+
+/** A route outside the API behind `endpoint`'s limit, refused with the API's JSON bodies (429, 503). */
+export const limited = (gate: RateLimitGate["Service"], endpoint: RateLimitedEndpoint) =>
+<E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  gate.admit(endpoint).pipe(Effect.matchEffect({ onFailure: (error) => Effect.succeed(refusal(error)), onSuccess: () => handler }))

@@ -2,7 +2,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import * as Edge from "../http/Edge.js"
+import * as StaticAsset from "../http/StaticAsset.js"
 
 /** `packages/widget/dist`, built by `npm run build` (`packages/widget/build.mjs`). */
 const widgetDist = fileURLToPath(new URL("../../../widget/dist/", import.meta.url))
@@ -26,7 +26,8 @@ const missing = HttpServerResponse.jsonUnsafe(
 /**
  * `GET /widget/widget.js`, the embeddable widget (one ES module), and `GET
  * /widget/`, a demo page that embeds it for `org_demo`. Both files are read
- * once, when the server starts; a missing file answers a JSON 404.
+ * and compressed once, when the server starts (`http/StaticAsset.ts`); a
+ * missing file answers a JSON 404.
  *
  * A page on any origin may load the module (`<script type="module">` fetches
  * it with CORS, so it carries `Access-Control-Allow-Origin: *`); the API calls
@@ -36,14 +37,17 @@ const missing = HttpServerResponse.jsonUnsafe(
  */
 const asset = (body: Uint8Array | undefined, contentType: string, headers: Record<string, string> = {}) =>
   body === undefined
-    ? missing
-    : HttpServerResponse.uint8Array(body, { contentType, headers: { "cache-control": cacheControl, ...headers } })
+    ? Effect.succeed(missing)
+    : Effect.map(StaticAsset.make(body, contentType, { "cache-control": cacheControl, ...headers }), StaticAsset.respond)
 
-export const layer = Layer.unwrap(Effect.sync(() =>
-  Layer.mergeAll(
-    HttpRouter.add("GET", "/widget/widget.js",
-      asset(read("widget.js"), "text/javascript; charset=utf-8", { "access-control-allow-origin": "*" })),
+export const layer = Layer.unwrap(Effect.gen(function*() {
+  const [script, page] = yield* Effect.all([
+    asset(read("widget.js"), "text/javascript; charset=utf-8", { "access-control-allow-origin": "*" }),
+    asset(read("index.html"), "text/html; charset=utf-8")
+  ])
+  return Layer.mergeAll(
+    HttpRouter.add("GET", "/widget/widget.js", script),
     // The router ignores a trailing slash: this is `/widget` too (the page links the script by absolute path).
-    HttpRouter.add("GET", "/widget/", asset(read("index.html"), "text/html; charset=utf-8"))
+    HttpRouter.add("GET", "/widget/", page)
   )
-)).pipe(Layer.provide(Edge.compressed))
+}))
