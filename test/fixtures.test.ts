@@ -3,9 +3,12 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
+import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { eventually } from "./support/wait.js"
 
 const run = promisify(execFile)
 const seedScript = join(import.meta.dirname, "..", "packages", "server", "dist", "seed.js")
@@ -18,13 +21,13 @@ beforeAll(async () => {
 })
 afterAll(() => db?.drop())
 
-/** `npm run seed -- FILE` as a user runs it: a child process on the same Node. */
-const seed = async (fixture: unknown, name = "fixture.json") => {
+/** `npm run seed -- FILE` as a user runs it: a child process on the same Node. `env` adds to its environment. */
+const seed = async (fixture: unknown, name = "fixture.json", env: Record<string, string> = {}) => {
   const file = join(dir, name)
   await writeFile(file, typeof fixture === "string" ? fixture : JSON.stringify(fixture))
   try {
     const { stdout, stderr } = await run(process.execPath, [seedScript, file], {
-      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url, LOG_LEVEL: "error" }
+      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url, LOG_LEVEL: "error", ...env }
     })
     return { code: 0, stdout, stderr }
   } catch (error) {
@@ -136,4 +139,51 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     const [hook] = await db.query((sql) => sql`SELECT events FROM webhook_endpoints WHERE id = 'wh_empty'`)
     expect(hook).toEqual({ events: [] })
   })
+})
+
+describe("npm run seed while the server takes posts (issue 18)", () => {
+  const first = baseFixture()
+  first.organizations[0]!.posts = [{ id: "p_dark", boardId: "b_feat", title: "Dark mode", content: "" }]
+  first.organizations[0]!.updates = [{ id: "u_lock", title: "Locked", slug: "locked", content: "", publishedAt: null }]
+  const server = useServer(() => startSeededServer(first))
+
+  it("never makes a widget post wait on an import's transaction, and no slug is given twice", async () => {
+    // The import's last step (the update) waits on this row lock, so its transaction stays open after its posts.
+    const holder = new pg.Client({ connectionString: server.db.url })
+    await holder.connect()
+    try {
+      await holder.query("BEGIN")
+      await holder.query("SELECT 1 FROM updates WHERE id = 'u_lock' FOR UPDATE")
+      const second = baseFixture()
+      second.organizations[0]!.posts = [
+        { id: "p_dark", boardId: "b_feat", title: "Dark mode", content: "" },
+        { id: "p_dark_again", boardId: "b_feat", title: "Dark mode", content: "" },
+        { id: "p_export", boardId: "b_feat", title: "Export", content: "", slug: "export-csv" }
+      ]
+      second.organizations[0]!.updates = [{ id: "u_lock", title: "Locked, renamed", slug: "locked", content: "", publishedAt: null }]
+      const importing = seed(second, "while-serving.json", { DATABASE_URL: server.db.url, DATABASE_STATEMENT_TIMEOUT_MS: "120000" })
+      const importWaiting = () => server.db.query((sql) => sql`SELECT 1 FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO updates%'`)
+        .then((rows) => rows.length === 1 ? true : undefined)
+      await eventually("the import to wait on the held update row", importWaiting)
+
+      const post = (title: string) =>
+        postJson(`${server.api}/feedback`, { organizationId: "org_acme", boardId: "b_feat", title, content: "<p>x</p>" })
+      const dark = await post("Dark mode")
+      const exported = await post("Export CSV")
+      expect([[dark.status, dark.body.slug], [exported.status, exported.body.slug]])
+        .toEqual([[200, "dark-mode-3"], [200, "export-csv-2"]])
+      // Both answered while the import's transaction was still open: they did not wait for it.
+      expect(await importWaiting()).toBe(true)
+
+      await holder.query("ROLLBACK")
+      expect((await importing).code).toBe(0)
+      const slugs = await server.db.query((sql) => sql`SELECT slug FROM posts WHERE organization_id = 'org_acme' ORDER BY slug`)
+      expect(slugs.map((r) => r["slug"])).toEqual(["dark-mode", "dark-mode-2", "dark-mode-3", "export-csv", "export-csv-2"])
+      const [imported] = await server.db.query((sql) => sql`SELECT slug FROM posts WHERE id = 'p_dark_again'`)
+      expect(imported).toEqual({ slug: "dark-mode-2" })
+    } finally {
+      await holder.end()
+    }
+  }, 60_000)
 })
