@@ -97,6 +97,14 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     ["a board of another organization", (f: any) => { f.organizations[1].posts = [{ id: "p_x", boardId: "b_feat", title: "x", content: "" }] }, "organizations[1].posts[0].boardId"],
     ["a bad visibility", (f: any) => { f.organizations[0].boards[2].visibility = "secret" }, "organizations[0].boards[2].visibility"],
     ["a bad timestamp", (f: any) => { f.organizations[0].boards[0].createdAt = "yesterday" }, "organizations[0].boards[0].createdAt"],
+    // Each of these once passed the schema and failed inside PostgreSQL, naming no path.
+    ["February 30th", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-02-30T00:00:00Z" }, "organizations[0].posts[0].createdAt"],
+    ["February 29th of a common year", (f: any) => { f.organizations[0].boards[1].updatedAt = "2027-02-29T00:00:00Z" }, "organizations[0].boards[1].updatedAt"],
+    ["the year 0000", (f: any) => { f.organizations[0].updates[0].publishedAt = "0000-01-01T00:00:00Z" }, "organizations[0].updates[0].publishedAt"],
+    ["a year past 9999 in UTC", (f: any) => { f.organizations[0].boards[0].createdAt = "9999-12-31T23:00:00-14:00" }, "organizations[0].boards[0].createdAt"],
+    ["an offset PostgreSQL cannot read", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-01-01T00:00:00+16:00" }, "organizations[0].posts[0].createdAt"],
+    ["hour 24", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-01-01T24:00:00Z" }, "organizations[0].posts[0].createdAt"],
+    ["month 13", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-13-01T00:00:00Z" }, "organizations[0].posts[0].createdAt"],
     ["a missing title", (f: any) => { delete f.organizations[0].posts[2].title }, "organizations[0].posts[2].title"],
     ["an unknown key", (f: any) => { f.organizations[0].boards[1].visiblity = "public" }, "organizations[0].boards[1].visiblity"],
     ["a duplicate id", (f: any) => { f.organizations[0].posts[1].id = "p_1" }, "organizations[0].posts[1].id"],
@@ -119,6 +127,22 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     expect(result.stderr).not.toContain("tooShortSecret")
     expect(await snapshot()).toEqual(before)
     expect(await db.query((sql) => sql`SELECT id FROM posts WHERE id = 'p_new_should_not_exist'`)).toEqual([])
+  })
+
+  it("accepts real timestamps at the edges: a leap day, the years 0001 and 9999, offsets", async () => {
+    const f = full()
+    f.organizations[0]!.posts[0]!["createdAt"] = "2028-02-29T23:59:59.999999+01:00"
+    f.organizations[0]!.boards[1]!.createdAt = "0001-01-01T00:00:00Z"
+    f.organizations[0]!.boards[1]!.updatedAt = "9999-12-31T23:59:59.999Z"
+    f.organizations[0]!.updates![0]!["publishedAt"] = "2026-07-01T05:30-04:30"
+    expect((await seed(f, "edges.json")).code).toBe(0)
+    const rows = await db.query((sql) => sql`SELECT iso_ms(created_at) AS at FROM posts WHERE id = 'p_1'
+      UNION ALL SELECT iso_ms(created_at) FROM boards WHERE id = 'b_bugs' UNION ALL SELECT iso_ms(updated_at) FROM boards WHERE id = 'b_bugs'
+      UNION ALL SELECT iso_ms(published_at) FROM updates WHERE id = 'u_1'`)
+    expect(rows.map((r) => r["at"])).toEqual(
+      ["2028-02-29T22:59:59.999Z", "0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", "2026-07-01T10:00:00.000Z"]
+    )
+    expect((await seed(full(), "restore.json")).code).toBe(0)
   })
 
   it("refuses a file that is not JSON, and a missing file, with one line", async () => {
