@@ -132,11 +132,11 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
   })
 
   it("accepts real timestamps at the edges: a leap day, the years 0001 and 9999, offsets", async () => {
-    const f = full()
-    f.organizations[0]!.posts[0]!["createdAt"] = "2028-02-29T23:59:59.999999+01:00"
-    f.organizations[0]!.boards[1]!.createdAt = "0001-01-01T00:00:00Z"
-    f.organizations[0]!.boards[1]!.updatedAt = "9999-12-31T23:59:59.999Z"
-    f.organizations[0]!.updates![0]!["publishedAt"] = "2026-07-01T05:30-04:30"
+    const f: any = full()
+    f.organizations[0].posts[0].createdAt = "2028-02-29T23:59:59.999999+01:00"
+    f.organizations[0].boards[1].createdAt = "0001-01-01T00:00:00Z"
+    f.organizations[0].boards[1].updatedAt = "9999-12-31T23:59:59.999Z"
+    f.organizations[0].updates[0].publishedAt = "2026-07-01T05:30-04:30"
     expect((await seed(f, "edges.json")).code).toBe(0)
     const rows = await db.query((sql) => sql`SELECT iso_ms(created_at) AS at FROM posts WHERE id = 'p_1'
       UNION ALL SELECT iso_ms(created_at) FROM boards WHERE id = 'b_bugs' UNION ALL SELECT iso_ms(updated_at) FROM boards WHERE id = 'b_bugs'
