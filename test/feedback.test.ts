@@ -91,10 +91,12 @@ describe("POST /feedback", () => {
     expect((await stored(other.body.id)).statusId).toBe("st_other_first")
   })
 
-  it("answers 500 with a message when the organization has no statuses", async () => {
-    const res = await post({ ...valid, organizationId: "org_nostatus", boardId: "b_nostatus" })
-    expect(res.status).toBe(500)
-    expect(res.body).toEqual({ _tag: "InternalServerError", message: "The organization has no post statuses configured" })
+  it("answers 500 with a message when the organization has no statuses, with or without an Idempotency-Key", async () => {
+    const body = { ...valid, organizationId: "org_nostatus", boardId: "b_nostatus" }
+    for (const res of [await post(body), await postJson(`${server.api}/feedback`, body, { "idempotency-key": "no-statuses" })]) {
+      expect(res.status).toBe(500)
+      expect(res.body).toEqual({ _tag: "InternalServerError", message: "The organization has no post statuses configured" })
+    }
   })
 
   it("sanitizes content before storage and derives a plain-text excerpt", async () => {

@@ -3,9 +3,12 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
+import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { eventually } from "./support/wait.js"
 
 const run = promisify(execFile)
 const seedScript = join(import.meta.dirname, "..", "packages", "server", "dist", "seed.js")
@@ -18,13 +21,13 @@ beforeAll(async () => {
 })
 afterAll(() => db?.drop())
 
-/** `npm run seed -- FILE` as a user runs it: a child process on the same Node. */
-const seed = async (fixture: unknown, name = "fixture.json") => {
+/** `npm run seed -- FILE` as a user runs it: a child process on the same Node. `env` adds to its environment. */
+const seed = async (fixture: unknown, name = "fixture.json", env: Record<string, string> = {}) => {
   const file = join(dir, name)
   await writeFile(file, typeof fixture === "string" ? fixture : JSON.stringify(fixture))
   try {
     const { stdout, stderr } = await run(process.execPath, [seedScript, file], {
-      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url, LOG_LEVEL: "error" }
+      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url, LOG_LEVEL: "error", ...env }
     })
     return { code: 0, stdout, stderr }
   } catch (error) {
@@ -91,9 +94,19 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     ["a dangling post boardId", (f: any) => { f.organizations[0].posts[1].boardId = "b_missing" }, "organizations[0].posts[1].boardId"],
     ["a dangling post statusId", (f: any) => { f.organizations[0].posts[0].statusId = "st_missing" }, "organizations[0].posts[0].statusId"],
     ["a status of another organization", (f: any) => { f.organizations[0].posts[0].statusId = "st_other_first" }, "organizations[0].posts[0].statusId"],
+    // CONTRACT §4: a post is placed in its organization's default status; with no status at all there is none to place it in.
+    ["a post without statusId in an organization with no statuses", (f: any) => { f.organizations[2].posts = [{ id: "p_x", boardId: "b_nostatus", title: "x", content: "" }] }, "organizations[2].posts[0].statusId"],
     ["a board of another organization", (f: any) => { f.organizations[1].posts = [{ id: "p_x", boardId: "b_feat", title: "x", content: "" }] }, "organizations[1].posts[0].boardId"],
     ["a bad visibility", (f: any) => { f.organizations[0].boards[2].visibility = "secret" }, "organizations[0].boards[2].visibility"],
     ["a bad timestamp", (f: any) => { f.organizations[0].boards[0].createdAt = "yesterday" }, "organizations[0].boards[0].createdAt"],
+    // Each of these once passed the schema and failed inside PostgreSQL, naming no path.
+    ["February 30th", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-02-30T00:00:00Z" }, "organizations[0].posts[0].createdAt"],
+    ["February 29th of a common year", (f: any) => { f.organizations[0].boards[1].updatedAt = "2027-02-29T00:00:00Z" }, "organizations[0].boards[1].updatedAt"],
+    ["the year 0000", (f: any) => { f.organizations[0].updates[0].publishedAt = "0000-01-01T00:00:00Z" }, "organizations[0].updates[0].publishedAt"],
+    ["a year past 9999 in UTC", (f: any) => { f.organizations[0].boards[0].createdAt = "9999-12-31T23:00:00-14:00" }, "organizations[0].boards[0].createdAt"],
+    ["an offset PostgreSQL cannot read", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-01-01T00:00:00+16:00" }, "organizations[0].posts[0].createdAt"],
+    ["hour 24", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-01-01T24:00:00Z" }, "organizations[0].posts[0].createdAt"],
+    ["month 13", (f: any) => { f.organizations[0].posts[0].createdAt = "2026-13-01T00:00:00Z" }, "organizations[0].posts[0].createdAt"],
     ["a missing title", (f: any) => { delete f.organizations[0].posts[2].title }, "organizations[0].posts[2].title"],
     ["an unknown key", (f: any) => { f.organizations[0].boards[1].visiblity = "public" }, "organizations[0].boards[1].visiblity"],
     ["a duplicate id", (f: any) => { f.organizations[0].posts[1].id = "p_1" }, "organizations[0].posts[1].id"],
@@ -118,6 +131,22 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     expect(await db.query((sql) => sql`SELECT id FROM posts WHERE id = 'p_new_should_not_exist'`)).toEqual([])
   })
 
+  it("accepts real timestamps at the edges: a leap day, the years 0001 and 9999, offsets", async () => {
+    const f: any = full()
+    f.organizations[0].posts[0].createdAt = "2028-02-29T23:59:59.999999+01:00"
+    f.organizations[0].boards[1].createdAt = "0001-01-01T00:00:00Z"
+    f.organizations[0].boards[1].updatedAt = "9999-12-31T23:59:59.999Z"
+    f.organizations[0].updates[0].publishedAt = "2026-07-01T05:30-04:30"
+    expect((await seed(f, "edges.json")).code).toBe(0)
+    const rows = await db.query((sql) => sql`SELECT iso_ms(created_at) AS at FROM posts WHERE id = 'p_1'
+      UNION ALL SELECT iso_ms(created_at) FROM boards WHERE id = 'b_bugs' UNION ALL SELECT iso_ms(updated_at) FROM boards WHERE id = 'b_bugs'
+      UNION ALL SELECT iso_ms(published_at) FROM updates WHERE id = 'u_1'`)
+    expect(rows.map((r) => r["at"])).toEqual(
+      ["2028-02-29T22:59:59.999Z", "0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", "2026-07-01T10:00:00.000Z"]
+    )
+    expect((await seed(full(), "restore.json")).code).toBe(0)
+  })
+
   it("refuses a file that is not JSON, and a missing file, with one line", async () => {
     const notJson = await seed("{ nope", "broken.json")
     expect(notJson.code).toBe(1)
@@ -136,4 +165,51 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     const [hook] = await db.query((sql) => sql`SELECT events FROM webhook_endpoints WHERE id = 'wh_empty'`)
     expect(hook).toEqual({ events: [] })
   })
+})
+
+describe("npm run seed while the server takes posts (issue 18)", () => {
+  const first = baseFixture()
+  first.organizations[0]!.posts = [{ id: "p_dark", boardId: "b_feat", title: "Dark mode", content: "" }]
+  first.organizations[0]!.updates = [{ id: "u_lock", title: "Locked", slug: "locked", content: "", publishedAt: null }]
+  const server = useServer(() => startSeededServer(first))
+
+  it("never makes a widget post wait on an import's transaction, and no slug is given twice", async () => {
+    // The import's last step (the update) waits on this row lock, so its transaction stays open after its posts.
+    const holder = new pg.Client({ connectionString: server.db.url })
+    await holder.connect()
+    try {
+      await holder.query("BEGIN")
+      await holder.query("SELECT 1 FROM updates WHERE id = 'u_lock' FOR UPDATE")
+      const second = baseFixture()
+      second.organizations[0]!.posts = [
+        { id: "p_dark", boardId: "b_feat", title: "Dark mode", content: "" },
+        { id: "p_dark_again", boardId: "b_feat", title: "Dark mode", content: "" },
+        { id: "p_export", boardId: "b_feat", title: "Export", content: "", slug: "export-csv" }
+      ]
+      second.organizations[0]!.updates = [{ id: "u_lock", title: "Locked, renamed", slug: "locked", content: "", publishedAt: null }]
+      const importing = seed(second, "while-serving.json", { DATABASE_URL: server.db.url, DATABASE_STATEMENT_TIMEOUT_MS: "120000" })
+      const importWaiting = () => server.db.query((sql) => sql`SELECT 1 FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO updates%'`)
+        .then((rows) => rows.length === 1 ? true : undefined)
+      await eventually("the import to wait on the held update row", importWaiting)
+
+      const post = (title: string) =>
+        postJson(`${server.api}/feedback`, { organizationId: "org_acme", boardId: "b_feat", title, content: "<p>x</p>" })
+      const dark = await post("Dark mode")
+      const exported = await post("Export CSV")
+      expect([[dark.status, dark.body.slug], [exported.status, exported.body.slug]])
+        .toEqual([[200, "dark-mode-3"], [200, "export-csv-2"]])
+      // Both answered while the import's transaction was still open: they did not wait for it.
+      expect(await importWaiting()).toBe(true)
+
+      await holder.query("ROLLBACK")
+      expect((await importing).code).toBe(0)
+      const slugs = await server.db.query((sql) => sql`SELECT slug FROM posts WHERE organization_id = 'org_acme' ORDER BY slug`)
+      expect(slugs.map((r) => r["slug"])).toEqual(["dark-mode", "dark-mode-2", "dark-mode-3", "export-csv", "export-csv-2"])
+      const [imported] = await server.db.query((sql) => sql`SELECT slug FROM posts WHERE id = 'p_dark_again'`)
+      expect(imported).toEqual({ slug: "dark-mode-2" })
+    } finally {
+      await holder.end()
+    }
+  }, 60_000)
 })

@@ -37,12 +37,26 @@ describe("the SSRF guard's address list", () => {
     ["64:ff9b::a9fe:a9fe", "link-local, cloud metadata, embedded in IPv6"],
     ["2002:7f00:1::", "loopback, embedded in IPv6"],
     ["2001:db8::1", "documentation"],
-    ["2001::1", "IETF protocol assignments"]
+    ["2001::1", "IETF protocol assignments"],
+    // Every IPv6 form that embeds an IPv4 address: judged by that address, or blocked as a range.
+    ["::ffff:0:7f00:1", "loopback, embedded in IPv6"], // IPv4-translated (RFC 2765), ::ffff:0:0:0/96
+    ["::ffff:0:169.254.169.254", "link-local, cloud metadata, embedded in IPv6"],
+    ["::ffff:0:a00:1", "private, embedded in IPv6"],
+    ["::10.0.0.1", "private, embedded in IPv6"], // IPv4-compatible, ::/96
+    ["::0.0.0.2", "unspecified, embedded in IPv6"],
+    ["64:ff9b::127.0.0.1", "loopback, embedded in IPv6"], // NAT64, 64:ff9b::/96
+    ["64:ff9b:1::7f00:1", "local NAT64"], // local NAT64, 64:ff9b:1::/48 (where the address sits depends on the prefix)
+    ["64:ff9b:1:ffff::808:808", "local NAT64"],
+    ["2002:a9fe:a9fe::1", "link-local, cloud metadata, embedded in IPv6"], // 6to4, 2002::/16
+    ["2002:c0a8:101:1::1", "private, embedded in IPv6"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "IETF protocol assignments"], // Teredo, 2001::/32 (client address obfuscated)
+    ["2001:0:7f00:1::80ff:fffe", "IETF protocol assignments"]
   ])("refuses %s (%s)", (address, range) => {
     expect(blockedRange(address)).toBe(range)
   })
 
-  it.each(["93.184.215.14", "8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8", "64:ff9b::808:808"])(
+  it.each(["93.184.215.14", "8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8", "64:ff9b::808:808",
+    "::ffff:0:808:808", "::8.8.8.8", "2002:808:808::1"])(
     "allows the public address %s",
     (address) => {
       expect(blockedRange(address)).toBeUndefined()
@@ -63,6 +77,8 @@ const refusedUrls: ReadonlyArray<readonly [string, string]> = [
   [`http://localhost:${port}/f`, "localhost resolves to"],
   [`http://[::1]:${port}/g`, "::1 is in a blocked range (loopback)"],
   [`http://[::ffff:127.0.0.1]:${port}/h`, "::ffff:7f00:1 is in a blocked range (loopback, embedded in IPv6)"],
+  [`http://[::ffff:0:7f00:1]:${port}/i`, "::ffff:0:7f00:1 is in a blocked range (loopback, embedded in IPv6)"],
+  [`http://[64:ff9b::127.0.0.1]:${port}/j`, "64:ff9b::7f00:1 is in a blocked range (loopback, embedded in IPv6)"],
   ["http://169.254.169.254/latest/meta-data/", "169.254.169.254 is in a blocked range (link-local, cloud metadata)"],
   ["http://10.0.0.1/hook", "10.0.0.1 is in a blocked range (private)"],
   ["http://100.64.0.1/hook", "100.64.0.1 is in a blocked range (CGNAT shared address space)"],

@@ -21,6 +21,8 @@ export interface NewPost {
   readonly contactId: string | null
   /** An explicit slug; otherwise one is derived from the title. */
   readonly slug?: string | undefined
+  /** A slug already claimed with `claimSlugs`, tried first; if it turns out taken, one is derived from the title. */
+  readonly claimedSlug?: string | undefined
   readonly createdAt?: string | undefined
 }
 
@@ -58,6 +60,14 @@ export class Posts extends Context.Service<Posts, {
   readonly defaultStatus: (organizationId: string) => Effect.Effect<Option.Option<string>>
   /** Inserts a post under a slug unique in its organization; yields the slug and `createdAt`. */
   readonly insert: (post: NewPost) => Effect.Effect<typeof InsertedPost.Type>
+  /**
+   * `count` free slugs numbered from `base` (`slugify` of a title), in order, claimed at once: the counter is moved
+   * past them and committed, so no other writer derives them (decision 0020). Run outside
+   * a long transaction: the counter row stays locked until the statement's transaction ends.
+   */
+  readonly claimSlugs: (organizationId: string, base: string, count: number) => Effect.Effect<ReadonlyArray<string>>
+  /** Moves the counters past an explicit slug, so that no post derives it from its title (decision 0020). */
+  readonly reserveSlug: (organizationId: string, slug: string) => Effect.Effect<void>
   /** Up to `limit` posts whose lexicon is not computed yet (written before it existed). */
   readonly missingLexicon: (limit: number) => Effect.Effect<ReadonlyArray<LexiconSource>>
   /** Stores computed lexicons (`tsvector` literals) by post id. */
@@ -76,12 +86,6 @@ export class Posts extends Context.Service<Posts, {
               ORDER BY is_default DESC, position, id LIMIT 1`
       })
 
-      /**
-       * The next number for `base` in the organization: one indexed row,
-       * whatever the number of posts sharing the title. The first time a base
-       * is needed its counter starts from the highest number in use (posts
-       * from before the counters, or imported with explicit slugs).
-       */
       /** The highest number of `base` in use among the organization's posts (a scan of them: the slow path). */
       const highestInUse = (organizationId: string, base: string) =>
         sql`COALESCE((
@@ -90,19 +94,37 @@ export class Posts extends Context.Service<Posts, {
             AND (slug = ${base} OR (slug LIKE ${likePrefix(base)} AND substr(slug, ${base.length + 2}) ~ '^[0-9]{1,9}$'))
         ), 0)`
 
-      const nextSlugNumber = (organizationId: string, base: string) =>
+      /**
+       * Takes the next `count` numbers for `base` in the organization; yields the last of them.
+       * One indexed row, whatever the number of posts sharing the title. The first time a base
+       * is needed its counter starts from the highest number in use (posts from before the
+       * counters, or imported with explicit slugs).
+       */
+      const nextSlugNumbers = (organizationId: string, base: string, count: number) =>
         sql<{ last: number }>`WITH bumped AS (
-            UPDATE slug_counters SET last = last + 1
+            UPDATE slug_counters SET last = last + ${count}
             WHERE organization_id = ${organizationId} AND base = ${base}
             RETURNING last
           ), created AS (
             INSERT INTO slug_counters AS c (organization_id, base, last)
-            SELECT ${organizationId}, ${base}, ${highestInUse(organizationId, base)} + 1
+            SELECT ${organizationId}, ${base}, ${highestInUse(organizationId, base)} + ${count}
             WHERE NOT EXISTS (SELECT 1 FROM bumped)
-            ON CONFLICT (organization_id, base) DO UPDATE SET last = c.last + 1
+            ON CONFLICT (organization_id, base) DO UPDATE SET last = c.last + ${count}
             RETURNING last
           )
           SELECT last FROM bumped UNION ALL SELECT last FROM created`.pipe(Effect.map((rows) => rows[0]!.last))
+
+      /** Moves the counter of `base` to at least `n`. */
+      const raiseSlugCounter = (organizationId: string, base: string, n: number) =>
+        sql`WITH raised AS (
+            UPDATE slug_counters SET last = GREATEST(last, ${n})
+            WHERE organization_id = ${organizationId} AND base = ${base}
+            RETURNING last
+          )
+          INSERT INTO slug_counters AS c (organization_id, base, last)
+          SELECT ${organizationId}, ${base}, GREATEST(${highestInUse(organizationId, base)}, ${n})
+          WHERE NOT EXISTS (SELECT 1 FROM raised)
+          ON CONFLICT (organization_id, base) DO UPDATE SET last = GREATEST(c.last, EXCLUDED.last)`
 
       /** After a collision: another writer used numbers past the counter; move the counter past them. */
       const catchUpSlugCounter = (organizationId: string, base: string) =>
@@ -127,14 +149,46 @@ export class Posts extends Context.Service<Posts, {
           if (row === undefined) return yield* Effect.die(new Error(`slug ${post.slug} is taken`))
           return row
         }
+        if (post.claimedSlug !== undefined) {
+          const [row] = yield* tryInsert(post, post.claimedSlug, lexicons)
+          if (row !== undefined) return row
+        }
         const base = slugify(post.title)
         for (let attempt = 0; attempt < slugAttempts; attempt++) {
-          const slug = numberedSlug(base, yield* nextSlugNumber(post.organizationId, base))
+          const slug = numberedSlug(base, yield* nextSlugNumbers(post.organizationId, base, 1))
           const [row] = yield* tryInsert(post, slug, lexicons)
           if (row !== undefined) return row
           yield* catchUpSlugCounter(post.organizationId, base)
         }
         return yield* Effect.die(new Error(`no free slug for ${base} after ${slugAttempts} attempts`))
+      }, Effect.orDie)
+
+      const claimSlugs = Effect.fn("Posts.claimSlugs")(function*(organizationId: string, base: string, count: number) {
+        const claimed: Array<string> = []
+        for (let attempt = 0; claimed.length < count; attempt++) {
+          if (attempt === slugAttempts) return yield* Effect.die(new Error(`no free slugs for ${base} after ${slugAttempts} attempts`))
+          const wanted = count - claimed.length
+          const last = yield* nextSlugNumbers(organizationId, base, wanted)
+          const slugs = Array.from({ length: wanted }, (_, i) => numberedSlug(base, last - wanted + 1 + i))
+          const taken = yield* sql<{ slug: string }>`SELECT slug FROM posts
+            WHERE organization_id = ${organizationId}
+              AND slug IN (SELECT jsonb_array_elements_text(${JSON.stringify(slugs)}::jsonb))`
+          if (taken.length > 0) yield* catchUpSlugCounter(organizationId, base)
+          const takenSlugs = new Set(taken.map((row) => row.slug))
+          claimed.push(...slugs.filter((slug) => !takenSlugs.has(slug)))
+        }
+        return claimed
+      }, Effect.orDie)
+
+      /** `base-n` (n ≥ 2, as `numberedSlug` writes it) is number n of `base`; any slug is number 1 of itself. */
+      const numberedPattern = /^(.+)-([1-9][0-9]{0,8})$/
+
+      const reserveSlug = Effect.fn("Posts.reserveSlug")(function*(organizationId: string, slug: string) {
+        yield* raiseSlugCounter(organizationId, slug, 1)
+        const numbered = numberedPattern.exec(slug)
+        if (numbered !== null && Number(numbered[2]) >= 2) {
+          yield* raiseSlugCounter(organizationId, numbered[1]!, Number(numbered[2]))
+        }
       }, Effect.orDie)
 
       const missingLexicon = Effect.fn("Posts.missingLexicon")((limit: number) =>
@@ -156,7 +210,9 @@ export class Posts extends Context.Service<Posts, {
         defaultStatus: Effect.fn("Posts.defaultStatus")((organizationId: string) =>
           defaultStatus(organizationId).pipe(Effect.map(Option.map((row) => row.id)), Effect.orDie)
         ),
-        insert
+        insert,
+        claimSlugs,
+        reserveSlug
       })
     })
   )

@@ -3,8 +3,10 @@ import { isIPv4, isIPv6 } from "node:net"
 /**
  * Which addresses a webhook may never reach (decision 0007): every IANA
  * special-purpose range that is not the public internet, for IPv4 and IPv6,
- * plus cloud metadata services. IPv6 forms that embed an IPv4 address
- * (IPv4-mapped, IPv4-compatible, NAT64, 6to4) are judged by that address.
+ * plus cloud metadata services. IPv6 forms that embed an IPv4 address at a
+ * fixed place (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64
+ * 64:ff9b::/96, 6to4) are judged by that address; those that hide it
+ * (Teredo in 2001::/32, local NAT64 in 64:ff9b:1::/48) are blocked whole.
  */
 type Range = readonly [network: bigint, prefix: number, name: string]
 
@@ -71,6 +73,7 @@ const classifyV4 = (n: bigint) => ipv4Ranges.find((range) => within(n, 32, range
 /** The IPv4 address an IPv6 address embeds, for the forms that route to it. */
 const embeddedV4 = (n: bigint): bigint | undefined => {
   if (n >> 32n === 0xffffn) return n & 0xffffffffn // ::ffff:a.b.c.d, IPv4-mapped
+  if (n >> 32n === 0xffff0000n) return n & 0xffffffffn // ::ffff:0:a.b.c.d, IPv4-translated (RFC 2765)
   if (n >> 32n === 0n && n > 1n) return n & 0xffffffffn // ::a.b.c.d, IPv4-compatible (deprecated)
   if (n >> 32n === 0x0064ff9b0000000000000000n) return n & 0xffffffffn // 64:ff9b::/96, NAT64
   if (n >> 112n === 0x2002n) return (n >> 80n) & 0xffffffffn // 2002::/16, 6to4
