@@ -1,13 +1,8 @@
-import { mkdtemp, writeFile } from "node:fs/promises"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createDatabase, type TestDatabase } from "./support/database.js"
 import { attempt, attemptFresh, holdLock, type Outcome, pool, steadyLoad, tally, terminator } from "./support/faults.js"
-import { processGroup } from "./support/process.js"
 import { endpoint, webhookOrganization } from "./support/receiver.js"
 import { OwnRedis } from "./support/redis.js"
-import { startSeededServer, useServer } from "./support/server.js"
+import { startSeededServer, useServer, useServerProcesses } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -159,34 +154,15 @@ describe("Redis killed or frozen under concurrent load", () => {
 })
 
 describe("SIGTERM under load", () => {
-  let db: TestDatabase
-  let redis: OwnRedis
-  let env: Record<string, string>
-  const processes = processGroup(() => env)
-
-  beforeAll(async () => {
-    ;[db, redis] = await Promise.all([createDatabase(), OwnRedis.start()])
-    const dir = await mkdtemp(join(tmpdir(), "hearken-faults-"))
-    await writeFile(join(dir, "fixture.json"), JSON.stringify(fixture))
-    env = {
-      DATABASE_URL: db.url,
-      REDIS_URL: redis.url,
-      SEED_FILE: join(dir, "fixture.json"),
-      LOG_LEVEL: "warn",
-      RATE_LIMIT_MULTIPLIER: "1000",
-      WEBHOOK_WORKER: "false",
-      // The posts below wait on a lock for a while; the statement limit must not be what ends them.
-      DATABASE_STATEMENT_TIMEOUT_MS: "30000"
-    }
-  })
-  afterAll(async () => {
-    processes.killAll()
-    await redis?.kill()
-    await db?.drop()
+  const servers = useServerProcesses(fixture, {
+    WEBHOOK_WORKER: "false",
+    // The posts below wait on a lock for a while; the statement limit must not be what ends them.
+    DATABASE_STATEMENT_TIMEOUT_MS: "30000"
   })
 
   it("finishes the requests in flight with their normal answers, refuses new connections, and exits 0", async () => {
-    const server = await processes.start()
+    const server = await servers.processes.start()
+    const db = servers.db
     const api = `${server.origin}/api/widget/v1`
     // A stream of requests, each on a new connection, through the whole shutdown.
     const stream = steadyLoad(4, (i) =>

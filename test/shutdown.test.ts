@@ -1,13 +1,8 @@
-import { mkdtemp, writeFile } from "node:fs/promises"
 import { Agent } from "node:http"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createDatabase, type TestDatabase } from "./support/database.js"
+import { describe, expect, it } from "vitest"
 import { attemptFresh, type Outcome, tally } from "./support/faults.js"
-import { processGroup } from "./support/process.js"
 import { endpoint, webhookOrganization } from "./support/receiver.js"
-import { OwnRedis } from "./support/redis.js"
+import { useServerProcesses } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -32,33 +27,11 @@ const clientCount = 30
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 describe("stopping with 30 keep-alive clients posting", () => {
-  let db: TestDatabase
-  let redis: OwnRedis
-  let env: Record<string, string>
-  const processes = processGroup(() => env)
-
-  beforeAll(async () => {
-    ;[db, redis] = await Promise.all([createDatabase(), OwnRedis.start()])
-    const dir = await mkdtemp(join(tmpdir(), "hearken-drain-"))
-    await writeFile(join(dir, "fixture.json"), JSON.stringify(fixture))
-    env = {
-      DATABASE_URL: db.url,
-      REDIS_URL: redis.url,
-      SEED_FILE: join(dir, "fixture.json"),
-      LOG_LEVEL: "warn",
-      RATE_LIMIT_MULTIPLIER: "1000",
-      WEBHOOK_WORKER: "false"
-    }
-  })
-  afterAll(async () => {
-    processes.killAll()
-    await redis?.kill()
-    await db?.drop()
-  })
+  const servers = useServerProcesses(fixture, { WEBHOOK_WORKER: "false" })
 
   const title = "%s: answers the posts in flight, starts nothing new, closes every connection and exits 0"
   it.each(["SIGTERM", "SIGINT"] as const)(title, async (signal) => {
-    const server = await processes.start()
+    const server = await servers.processes.start()
     const url = `${server.origin}/api/widget/v1/feedback`
     const outcomes: Array<Outcome & { readonly title: string }> = []
     const acknowledgedBy = new Array<number>(clientCount).fill(0)
@@ -93,7 +66,7 @@ describe("stopping with 30 keep-alive clients posting", () => {
     stopped = true
     await Promise.all(clients)
 
-    const posts = await db.query<{ title: string; events: number }>((sql) =>
+    const posts = await servers.db.query<{ title: string; events: number }>((sql) =>
       sql`SELECT p.title, (SELECT count(*) FROM webhook_events e WHERE e.body::jsonb -> 'data' ->> 'id' = p.id)::int AS events
           FROM posts p WHERE p.title LIKE ${`${signal} %`}`)
     const later = outcomes.filter((o) => o.startedAt > listenerClosed)
