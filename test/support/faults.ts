@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { request as httpRequest } from "node:http"
+import { type Agent, request as httpRequest } from "node:http"
 import { adminUrl, withClient } from "./database.js"
 
 /**
@@ -62,10 +62,14 @@ export interface Outcome {
   readonly status: number
   readonly contentType: string | undefined
   readonly retryAfter: string | undefined
+  /** The `Connection` header of the answer (`close` when the server ends the connection after it). */
+  readonly connection: string | undefined
   /** Parsed JSON when the body is JSON, else the text. */
   readonly body: any
   /** `timeout`, or the network error's code (`ECONNREFUSED`, `ECONNRESET`, `UND_ERR_SOCKET`, …). */
   readonly error: string | undefined
+  /** Sent on a kept-alive connection that an earlier request had used. */
+  readonly reused: boolean
   /** `performance.now()` when it was sent and when it ended. */
   readonly startedAt: number
   readonly endedAt: number
@@ -110,8 +114,10 @@ export const attempt = async (url: string, options: AttemptOptions): Promise<Out
       status: res.status,
       contentType: res.headers.get("content-type") ?? undefined,
       retryAfter: res.headers.get("retry-after") ?? undefined,
+      connection: res.headers.get("connection") ?? undefined,
       body: parse(text),
       error: undefined,
+      reused: false,
       startedAt,
       endedAt: performance.now()
     }
@@ -120,20 +126,29 @@ export const attempt = async (url: string, options: AttemptOptions): Promise<Out
   }
 }
 
-const failed = (error: string, startedAt: number): Outcome => ({
-  status: 0, contentType: undefined, retryAfter: undefined, body: undefined, error, startedAt, endedAt: performance.now()
+const failed = (error: string, startedAt: number, reused = false): Outcome => ({
+  status: 0,
+  contentType: undefined,
+  retryAfter: undefined,
+  connection: undefined,
+  body: undefined,
+  error,
+  reused,
+  startedAt,
+  endedAt: performance.now()
 })
 
 /**
  * One request on a connection of its own (`Connection: close`), as a new
- * client would make it, that never waits past `timeoutMs`. With `restOfBody`,
+ * client would make it, or on `agent`'s kept-alive connections, that never
+ * waits past `timeoutMs`. With `restOfBody`,
  * the body's first half goes at once and the rest once that promise
  * resolves: a slow client, whose request stays in flight meanwhile. `sent` is
  * called once the first bytes are written.
  */
 export const attemptFresh = (
   url: string,
-  options: AttemptOptions & { readonly restOfBody?: Promise<void>; readonly sent?: () => void }
+  options: AttemptOptions & { readonly agent?: Agent; readonly restOfBody?: Promise<void>; readonly sent?: () => void }
 ): Promise<Outcome> =>
   new Promise((resolve) => {
     const startedAt = performance.now()
@@ -144,7 +159,7 @@ export const attemptFresh = (
     }
     const req = httpRequest(url, {
       method: options.method ?? (body === undefined ? "GET" : "POST"),
-      agent: false,
+      agent: options.agent ?? false,
       signal: AbortSignal.timeout(options.timeoutMs),
       headers: {
         ...(body === undefined ? {} : { "content-type": "application/json", "content-length": String(body.length) }),
@@ -154,19 +169,21 @@ export const attemptFresh = (
       let text = ""
       res.setEncoding("utf8")
       res.on("data", (chunk) => (text += chunk))
-      res.on("error", (error) => settle(failed(errorCode(error), startedAt)))
+      res.on("error", (error) => settle(failed(errorCode(error), startedAt, req.reusedSocket)))
       res.on("end", () =>
         settle({
           status: res.statusCode ?? 0,
           contentType: res.headers["content-type"],
           retryAfter: res.headers["retry-after"] as string | undefined,
+          connection: res.headers["connection"],
           body: parse(text),
           error: undefined,
+          reused: req.reusedSocket,
           startedAt,
           endedAt: performance.now()
         }))
     })
-    req.on("error", (error) => settle(failed(errorCode(error), startedAt)))
+    req.on("error", (error) => settle(failed(errorCode(error), startedAt, req.reusedSocket)))
     if (body === undefined) {
       req.end()
       req.once("socket", (socket) => socket.once("connect", () => options.sent?.()))

@@ -4,6 +4,8 @@ import { HttpServer } from "effect/http"
 import { App } from "../../packages/server/dist/App.js"
 import { ServerConfig } from "../../packages/server/dist/config.js"
 import { createDatabase, type TestDatabase } from "./database.js"
+import { processGroup } from "./process.js"
+import { OwnRedis } from "./redis.js"
 
 export interface TestServer {
   /** `http://127.0.0.1:PORT` */
@@ -88,6 +90,41 @@ export const writeFixtureFile = async (fixture: unknown) => {
   const file = join(dir, "fixture.json")
   await writeFile(file, JSON.stringify(fixture))
   return file
+}
+
+/**
+ * For a file whose tests run the server as a process (`processGroup`): a
+ * fresh database, a Redis of its own and `fixture` as the seed, made before
+ * the tests and removed after them, with the environment `env` adds to.
+ */
+export const useServerProcesses = (fixture: unknown, env: Record<string, string> = {}) => {
+  let db: TestDatabase | undefined
+  let redis: OwnRedis | undefined
+  let fullEnv: Record<string, string> = {}
+  const processes = processGroup(() => fullEnv)
+  beforeAll(async () => {
+    ;[db, redis] = await Promise.all([createDatabase(), OwnRedis.start()])
+    fullEnv = {
+      DATABASE_URL: db.url,
+      REDIS_URL: redis.url,
+      SEED_FILE: await writeFixtureFile(fixture),
+      LOG_LEVEL: "warn",
+      RATE_LIMIT_MULTIPLIER: "1000",
+      ...env
+    }
+  })
+  afterAll(async () => {
+    processes.killAll()
+    await redis?.kill()
+    await db?.drop()
+  })
+  return {
+    processes,
+    get db() {
+      if (db === undefined) throw new Error("the database is not created yet")
+      return db
+    }
+  }
 }
 
 /** Writes `fixture` to a temporary file and starts a server that imports it (`SEED_FILE`). */

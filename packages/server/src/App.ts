@@ -18,6 +18,7 @@ import { Importer } from "./fixtures/Importer.js"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
 import { importConfiguredSeed } from "./fixtures/startup.js"
 import * as Health from "./health/Health.js"
+import * as Drain from "./http/Drain.js"
 import * as Edge from "./http/Edge.js"
 import * as NodeErrors from "./http/NodeErrors.js"
 import * as RequestErrors from "./http/RequestErrors.js"
@@ -60,17 +61,19 @@ const Api = HttpApiBuilder.layer(HearkenApi).pipe(
 const Docs = ApiDocs.layer.pipe(Layer.provide(RateLimiting))
 
 // Metrics first: the first global middleware is the outermost, so it counts every answer as sent.
-const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Edge.fallback, Edge.requestFraming, Edge.requestLog, Tracing.responseHeader)
+// `Drain.refuse` right after CORS: a stopping server refuses before anything else runs.
+const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Drain.refuse, Edge.fallback, Edge.requestFraming, Edge.requestLog, Tracing.responseHeader)
 
 /**
  * The listening socket. Node's own refusals (parse errors, oversized headers,
  * timeouts, `Expect`) answer with JSON bodies, and a request that finds no
- * handler attached gets a JSON 503 (`http/NodeErrors.ts`).
+ * handler attached gets a JSON 503 (`http/NodeErrors.ts`). Stopping drains it
+ * first (`http/Drain.ts`).
  */
 const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
   // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s.
-  return NodeHttpServer.layerServer(() =>
+  return Drain.layerServer(() =>
     NodeErrors.install(createServer({
       keepAliveTimeout: 5_000,
       headersTimeout: 10_000,
@@ -102,7 +105,8 @@ const RoutesReady = Layer.provideMerge(Routes, HttpRouter.layer).pipe(
 /** HTTP on `PORT`, opened last. */
 const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
   Layer.provideMerge(HttpServerLive),
-  Layer.provideMerge(RoutesReady)
+  Layer.provideMerge(RoutesReady),
+  Layer.provide(Drain.Drain.layer)
 )
 
 const LogLevelLive = Layer.unwrap(Effect.gen(function*() {
