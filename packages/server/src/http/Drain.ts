@@ -4,6 +4,7 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import type { Server } from "node:http"
 import { Server as NetServer } from "node:net"
+import { shuttingDownMessage } from "./NodeErrors.js"
 
 /**
  * Draining: the state of a server that has begun to stop (SIGTERM or SIGINT)
@@ -78,7 +79,7 @@ export const layerServer = (evaluate: () => Server, options: NodeHttpServer.Opti
   )
 
 const shuttingDown = HttpServerResponse.jsonUnsafe(
-  Schema.encodeSync(InternalServerError)(new InternalServerError({ message: "shutting down; retry shortly" })),
+  Schema.encodeSync(InternalServerError)(new InternalServerError({ message: shuttingDownMessage })),
   { status: 503, headers: { "retry-after": "1", connection: "close" } }
 )
 

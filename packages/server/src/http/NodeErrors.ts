@@ -13,6 +13,9 @@ import type { Duplex } from "node:stream"
  */
 const json = (tag: string, message: string) => JSON.stringify({ _tag: tag, message })
 
+/** The 503 message of a server that is stopping, here and in `Drain.ts`. */
+export const shuttingDownMessage = "shutting down; retry shortly"
+
 /** Node's parser error codes that are worth naming; anything else is a malformed request. */
 const parserErrors: Record<string, { readonly status: number; readonly message: string }> = {
   HPE_HEADER_OVERFLOW: { status: 431, message: "headers: larger than 16 KiB" },
@@ -147,7 +150,7 @@ const onCheckExpectation = (_request: IncomingMessage, response: ServerResponse)
  */
 const notServing = (server: Server) => (_request: IncomingMessage, response: ServerResponse) => {
   if (server.listenerCount("request") > 1 || response.headersSent) return
-  const body = json("InternalServerError", server.listening ? "starting up; retry shortly" : "shutting down; retry shortly")
+  const body = json("InternalServerError", server.listening ? "starting up; retry shortly" : shuttingDownMessage)
   response.writeHead(503, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
