@@ -203,3 +203,43 @@ describe.each(["/docs", "/docs/openapi.json", "/widget/widget.js", "/widget/"])(
     }
   })
 })
+
+describe("the /docs page built by npm run build", () => {
+  it("is the page the server answers, inlining the document /docs/openapi.json serves", async () => {
+    const { fingerprint, openApiJson, pageFile, staticDir } = await import("../packages/server/dist/docs/page.js")
+    const StaticAsset = await import("../packages/server/dist/http/StaticAsset.js")
+    const built = StaticAsset.read(`${staticDir}${pageFile}`, fingerprint(openApiJson()), "text/html; charset=utf-8")
+    expect(built).toBeDefined()
+    const served = await getRaw(`${server.origin}/docs`, "identity")
+    expect(served.body.equals(built!.identity)).toBe(true)
+    const document = await getRaw(`${server.origin}/docs/openapi.json`, "identity")
+    expect(document.body.toString("utf8")).toBe(openApiJson())
+  })
+
+  it("is read only when it was built from the current document: missing or stale, it is none", async () => {
+    const { mkdtemp, rm, writeFile } = await import("node:fs/promises")
+    const { tmpdir } = await import("node:os")
+    const { join } = await import("node:path")
+    const StaticAsset = await import("../packages/server/dist/http/StaticAsset.js")
+    const dir = await mkdtemp(join(tmpdir(), "hearken-static-"))
+    try {
+      const path = join(dir, "page.html")
+      expect(StaticAsset.read(path, "abc", "text/html")).toBeUndefined()
+      const asset = { identity: Buffer.from("<p>page</p>".repeat(100)), gzip: Buffer.from("gz"), br: undefined, headers: {} }
+      StaticAsset.write(asset, path, "abc")
+      const read = StaticAsset.read(path, "abc", "text/html")
+      expect(read?.identity.equals(asset.identity)).toBe(true)
+      expect(read?.gzip?.toString()).toBe("gz")
+      expect(read?.br).toBeUndefined()
+      expect(read?.headers).toEqual({ "content-type": "text/html", vary: "accept-encoding" })
+      expect(StaticAsset.read(path, "another version", "text/html")).toBeUndefined()
+      // An interrupted build leaves no fingerprint, so nothing half-written is served.
+      await rm(`${path}.sha256`)
+      expect(StaticAsset.read(path, "abc", "text/html")).toBeUndefined()
+      await writeFile(`${path}.sha256`, "abc")
+      expect(StaticAsset.read(path, "abc", "text/html")).toBeDefined()
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -1,11 +1,13 @@
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import { promisify } from "node:util"
 import { brotliCompress, constants, gzip } from "node:zlib"
 
 /**
  * A large page served as it is (`/docs`, the widget): its bytes and their
- * gzip and brotli encodings, made once at start-up and shared by every answer.
+ * gzip and brotli encodings, made once (at start-up, or by `npm run build`
+ * for the `/docs` page) and shared by every answer.
  *
  * Why not a body per request (decision 0016): Node buffers a pending answer
  * until the client reads, so each one that holds its own string or its own
@@ -58,6 +60,45 @@ export const make = Effect.fn("StaticAsset.make")(function*(
     headers: { ...headers, "content-type": contentType, vary: "accept-encoding" }
   } satisfies StaticAsset
 })
+
+/**
+ * Stores an asset made at build time as files: `path`, `path.gz` and
+ * `path.br` where they are smaller, and `path.sha256`, the fingerprint of
+ * what it was made from, written last so that an interrupted build reads as none.
+ */
+export const write = (asset: StaticAsset, path: string, fingerprint: string) => {
+  rmSync(`${path}.sha256`, { force: true })
+  writeFileSync(path, asset.identity)
+  for (const [coding, bytes] of [["gz", asset.gzip], ["br", asset.br]] as const) {
+    if (bytes === undefined) rmSync(`${path}.${coding}`, { force: true })
+    else writeFileSync(`${path}.${coding}`, bytes)
+  }
+  writeFileSync(`${path}.sha256`, fingerprint)
+}
+
+const readOptional = (path: string) => {
+  try {
+    return readFileSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The asset `write` stored at `path`, if it is there and was made from what
+ * `fingerprint` names; otherwise undefined (not built, or built from another
+ * version of its source).
+ */
+export const read = (path: string, fingerprint: string, contentType: string): StaticAsset | undefined => {
+  const identity = readOptional(path)
+  if (identity === undefined || readOptional(`${path}.sha256`)?.toString("utf8") !== fingerprint) return undefined
+  return {
+    identity,
+    gzip: readOptional(`${path}.gz`),
+    br: readOptional(`${path}.br`),
+    headers: { "content-type": contentType, vary: "accept-encoding" }
+  }
+}
 
 /** A coding's weight in `Accept-Encoding` (RFC 9110 §12.5.3): its own, else `*`'s, else 0. */
 const weights = (header: string) => {
