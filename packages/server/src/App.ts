@@ -72,7 +72,9 @@ const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge
  */
 const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
-  // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s.
+  // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s,
+  // and no connection on which nothing moves for `HTTP_STALL_TIMEOUT_MS`: a client that stops reading a
+  // large answer (`/docs`, a long changelog) would otherwise hold its socket for good (decision 0022).
   return Drain.layerServer(() =>
     NodeErrors.install(createServer({
       keepAliveTimeout: 5_000,
@@ -83,7 +85,7 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
       requireHostHeader: false,
       // The API has no upgrades: a request with `Upgrade` is an ordinary one, answered and kept alive as such.
       shouldUpgradeCallback: () => false
-    })), {
+    })).setTimeout(config.httpStallTimeoutMs), {
     port: config.port,
     host: config.host,
     gracefulShutdownTimeout: "10 seconds"

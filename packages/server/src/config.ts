@@ -13,6 +13,8 @@ export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidC
 export interface ServerConfigShape {
   readonly port: number
   readonly host: string
+  /** `HTTP_STALL_TIMEOUT_MS`: a connection on which nothing moves, either way, for this long is closed. */
+  readonly httpStallTimeoutMs: number
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   /** A directory, or `memory`. */
   readonly pgliteDir: string
@@ -212,6 +214,12 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
     return {
       port,
       host,
+      httpStallTimeoutMs: yield* variable(
+        "HTTP_STALL_TIMEOUT_MS",
+        integer(1000, 600_000),
+        "a number of milliseconds between 1000 and 600000",
+        60_000
+      ),
       databaseUrl: yield* optionalVariable(
         "DATABASE_URL",
         secretUrl(["postgres:", "postgresql:"]),
