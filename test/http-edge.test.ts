@@ -356,6 +356,15 @@ describe("what Node's parser lets through but is ambiguous: 400, before any rout
     expect(await postsTitled(title)).toBe(0)
   })
 
+  it("Transfer-Encoding on an HTTP/1.0 request: 400, nothing created (RFC 9112 §6.1: its framing is faulty)", async () => {
+    const title = "TE on HTTP/1.0"
+    const answer = await raw(chunkedPost("Transfer-Encoding: chunked", title).replace(" HTTP/1.1\r\n", " HTTP/1.0\r\n"))
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message: "Transfer-Encoding: not allowed in HTTP/1.0" })
+    expect(answer.headers["connection"]).toBe("close")
+    expect(await postsTitled(title)).toBe(0)
+  })
+
   it("a single Transfer-Encoding: chunked (any case) is still accepted", async () => {
     const answer = await raw(chunkedPost("Transfer-Encoding: Chunked\r\nConnection: close", "TE chunked once"))
     expect(answer.status).toBe(200)

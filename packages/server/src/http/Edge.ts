@@ -33,6 +33,7 @@ const refused = (message: string) =>
 const hostMissing = refused("Host: required")
 const hostRepeated = refused("Host: more than one")
 const transferCodingRefused = refused("Transfer-Encoding: must be a single chunked")
+const transferCodingInHttp10 = refused("Transfer-Encoding: not allowed in HTTP/1.0")
 
 /** The values of header `name` (lower case), one per field line, as the client sent them. */
 const fieldValues = (rawHeaders: ReadonlyArray<string>, name: string) => {
@@ -54,6 +55,8 @@ const framingFault = (source: { readonly httpVersion?: string; readonly rawHeade
   // llhttp takes `identity` then `chunked`, in one field or two, as chunked; a proxy in front may
   // frame the body otherwise (RFC 9112 §6.1). No coding but a single `chunked` has a use here.
   const codings = fieldValues(rawHeaders, "transfer-encoding").flatMap((value) => value.split(","))
+  // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing, whatever it says.
+  if (codings.length > 0 && source.httpVersion === "1.0") return transferCodingInHttp10
   if (codings.length > 0 && (codings.length > 1 || codings[0]!.trim().toLowerCase() !== "chunked")) {
     return transferCodingRefused
   }
