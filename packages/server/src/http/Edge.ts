@@ -3,6 +3,7 @@ import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 import * as Tracing from "../observability/Tracing.js"
+import { rateLimitHeaders } from "../rate-limit/http.js"
 
 const notFound = HttpServerResponse.jsonUnsafe({ _tag: "NotFoundError" }, { status: 404 })
 /** A 500 names its trace (when traced) in `detail`, so that a user's report finds the log line. */
@@ -106,7 +107,7 @@ export const cors = Layer.unwrap(Effect.gen(function*() {
     // Exactly what the thin client and the widget send, from the list they take it from (decision 0015).
     allowedHeaders: Object.values(requestHeaders),
     // What the thin client reads, then what a hand-written client may want: its budget and the trace to report.
-    exposedHeaders: [...Object.values(responseHeaders), "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", Tracing.traceIdHeader],
+    exposedHeaders: [...Object.values(responseHeaders), ...Object.values(rateLimitHeaders), Tracing.traceIdHeader],
     maxAge: 600
   }), { global: true })
 }))

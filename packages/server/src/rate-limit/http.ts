@@ -18,10 +18,17 @@ const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
 /** Whole seconds until a refused client may try again: never 0. */
 const retryAfterSeconds = (decision: Decision) => Math.max(1, seconds(decision.retryAfterMs))
 
+/** The `RateLimit-*` headers every limited answer carries (CORS exposes them, `http/Edge.ts`). */
+export const rateLimitHeaders = {
+  limit: "ratelimit-limit",
+  remaining: "ratelimit-remaining",
+  reset: "ratelimit-reset"
+} as const
+
 const headersOf = (limit: number, decision: Decision): Record<string, string> => ({
-  "ratelimit-limit": String(limit),
-  "ratelimit-remaining": String(decision.remaining),
-  "ratelimit-reset": String(seconds(decision.resetMs)),
+  [rateLimitHeaders.limit]: String(limit),
+  [rateLimitHeaders.remaining]: String(decision.remaining),
+  [rateLimitHeaders.reset]: String(seconds(decision.resetMs)),
   ...(decision.allowed ? {} : { "retry-after": String(retryAfterSeconds(decision)) })
 })
 
