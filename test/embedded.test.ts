@@ -93,7 +93,7 @@ describe("start-up refuses a bad environment with one line", () => {
     [{ PORT: "abc" }, /^hearken: Invalid configuration: PORT must be a port number between 0 and 65535, got "abc"$/],
     [{ DATABASE_URL: "mysql://user:hunter2@db/x" }, /^hearken: Invalid configuration: DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL$/],
     [{ TRUST_PROXY: "-1" }, /^hearken: Invalid configuration: TRUST_PROXY must be an integer between 0 and 32, got "-1"$/],
-    [{ HTTP_STALL_TIMEOUT_MS: "10" }, /^hearken: Invalid configuration: HTTP_STALL_TIMEOUT_MS must be a number of milliseconds between 1000 and 600000, got "10"$/],
+    [{ HTTP_STALL_TIMEOUT_MS: "6000" }, /^hearken: Invalid configuration: HTTP_STALL_TIMEOUT_MS must be a number of milliseconds of at least 1000, more than DATABASE_STATEMENT_TIMEOUT_MS \+ EMBEDDINGS_TIMEOUT_MS \(6500\), and at most 600000, got "6000"$/],
     [{ LOG_LEVEL: "loud" }, /^hearken: Invalid configuration: LOG_LEVEL must be one of/],
     [{ REDIS_URL: "http://user:s3cret@redis" }, /^hearken: Invalid configuration: REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL$/],
     [{ PUBLIC_URL: "not a url" }, /^hearken: Invalid configuration: PUBLIC_URL must be an http\(s\) URL/],

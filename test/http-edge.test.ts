@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http"
 import { connect } from "node:net"
 import { brotliCompressSync, gzipSync } from "node:zlib"
 import { afterAll, describe, expect, it } from "vitest"
-import { install } from "../packages/server/dist/http/NodeErrors.js"
+import { install, prependAuxiliaryRequestListener } from "../packages/server/dist/http/NodeErrors.js"
 import { baseFixture } from "./support/fixtures.js"
 import { freePort } from "./support/net.js"
 import { testRedisUrl } from "./support/redis.js"
@@ -372,6 +372,17 @@ describe("what Node's parser lets through but is ambiguous: 400, before any rout
   })
 
   it.each([
+    ["no Host", "OPTIONS /api/widget/v1/feedback HTTP/1.1\r\n", "Host: required"],
+    ["two Host fields", "OPTIONS /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nHost: y\r\n", "Host: more than one"],
+    ["identity, chunked", "OPTIONS /api/widget/v1/feedback HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity, chunked\r\n", "Transfer-Encoding: must be a single chunked"]
+  ])("a CORS preflight with %s: 400 too, not a 204", async (_, head, message) => {
+    const answer = await raw(`${head}Origin: http://localhost\r\nAccess-Control-Request-Method: POST\r\n\r\n`)
+    expect(answer.status).toBe(400)
+    expect(answer.body).toEqual({ _tag: "DataValidationError", message })
+    expect(answer.headers["connection"]).toBe("close")
+  })
+
+  it.each([
     ["different", "Host: x\r\nHost: y"],
     ["equal", "Host: x\r\nHost: x"]
   ])("two Host fields (%s): 400", async (_, hosts) => {
@@ -522,6 +533,11 @@ describe("NodeErrors on a server with no handler attached", () => {
     expect(early.status).toBe(503)
     expect(early.headers["retry-after"]).toBe("1")
     expect(early.body).toEqual({ _tag: "InternalServerError", message: "starting up; retry shortly" })
+    // A listener that only sets a header (the draining server's `Connection: close`) is no handler.
+    prependAuxiliaryRequestListener(bare, (_req, res) => res.setHeader("x-auxiliary", "1"))
+    const stillEarly = parseAnswer(await rawExchange(port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"))
+    expect([stillEarly.status, stillEarly.body, stillEarly.headers["x-auxiliary"]])
+      .toEqual([503, { _tag: "InternalServerError", message: "starting up; retry shortly" }, "1"])
     bare.on("request", (_req, res) => res.writeHead(200, { connection: "close" }).end("served"))
     const served = parseAnswer(await rawExchange(port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"))
     expect([served.status, served.text]).toEqual([200, "served"])

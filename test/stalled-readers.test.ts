@@ -8,7 +8,9 @@ import { getJson, startServer, useServer } from "./support/server.js"
  * (decision 0022). Here it is 1 s, and the client stalls for 4 s at least.
  */
 const stallMs = 1_000
-const server = useServer(() => startServer({ HTTP_STALL_TIMEOUT_MS: String(stallMs) }))
+// The stall timeout must outlast what a request may wait on (statements, an embeddings call).
+const server = useServer(() =>
+  startServer({ HTTP_STALL_TIMEOUT_MS: String(stallMs), DATABASE_STATEMENT_TIMEOUT_MS: "500", EMBEDDINGS_TIMEOUT_MS: "400" }))
 
 const open = (port: string) =>
   new Promise<Socket>((resolve, reject) => {

@@ -61,8 +61,9 @@ const Api = HttpApiBuilder.layer(HearkenApi).pipe(
 const Docs = ApiDocs.layer.pipe(Layer.provide(RateLimiting))
 
 // Metrics first: the first global middleware is the outermost, so it counts every answer as sent.
-// `Drain.refuse` right after CORS: a stopping server refuses before anything else runs.
-const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.cors, Drain.refuse, Edge.fallback, Edge.requestFraming, Edge.requestLog, Tracing.responseHeader)
+// `Edge.requestFraming` before CORS, which answers every OPTIONS itself: an ambiguous request gets no
+// preflight either. `Drain.refuse` right after CORS: a stopping server refuses before anything else runs.
+const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge.requestFraming, Edge.cors, Drain.refuse, Edge.fallback, Edge.requestLog, Tracing.responseHeader)
 
 /**
  * The listening socket. Node's own refusals (parse errors, oversized headers,

@@ -211,14 +211,24 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
     const embeddingsModel = yield* variable("EMBEDDINGS_MODEL", anyString, "a model name", "text-embedding-3-small")
     const embeddingsDimensions = yield* variable("EMBEDDINGS_DIMENSIONS", integer(1, 16000), "an integer between 1 and 16000", 1536)
     const embeddingsApiKey = yield* optionalVariable("EMBEDDINGS_API_KEY", (v) => Redacted.make(v), "a key", true)
+    const databaseStatementTimeoutMs = yield* variable(
+      "DATABASE_STATEMENT_TIMEOUT_MS",
+      integer(1, 3_600_000),
+      "a number of milliseconds between 1 and 3600000",
+      5000
+    )
+    const embeddingsTimeoutMs = yield* variable("EMBEDDINGS_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 1500)
+    // The stall timer also runs while a request is handled (nothing moves on its socket then): it must
+    // outlast what one request may wait on, or a slow request would lose its answer.
+    const handlingMs = databaseStatementTimeoutMs + embeddingsTimeoutMs
     return {
       port,
       host,
       httpStallTimeoutMs: yield* variable(
         "HTTP_STALL_TIMEOUT_MS",
-        integer(1000, 600_000),
-        "a number of milliseconds between 1000 and 600000",
-        60_000
+        integer(Math.max(1000, handlingMs + 1), 600_000),
+        `a number of milliseconds of at least 1000, more than DATABASE_STATEMENT_TIMEOUT_MS + EMBEDDINGS_TIMEOUT_MS (${handlingMs}), and at most 600000`,
+        Math.max(60_000, handlingMs + 1)
       ),
       databaseUrl: yield* optionalVariable(
         "DATABASE_URL",
@@ -227,12 +237,7 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
         true
       ),
       pgliteDir: yield* variable("PGLITE_DIR", anyString, "a directory or `memory`", ".data/pglite"),
-      databaseStatementTimeoutMs: yield* variable(
-        "DATABASE_STATEMENT_TIMEOUT_MS",
-        integer(1, 3_600_000),
-        "a number of milliseconds between 1 and 3600000",
-        5000
-      ),
+      databaseStatementTimeoutMs,
       redisUrl: yield* optionalVariable("REDIS_URL", secretUrl(["redis:", "rediss:"]), "a redis:// or rediss:// URL", true),
       seedFile: yield* optionalVariable("SEED_FILE", anyString, "a file path"),
       publicUrl: yield* variable("PUBLIC_URL", url(["http:", "https:"]), "an http(s) URL", new URL(`http://localhost:${port}`)),
@@ -245,7 +250,7 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
         dimensions: embeddingsDimensions,
         apiKey: embeddingsApiKey
       })),
-      embeddingsTimeoutMs: yield* variable("EMBEDDINGS_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 1500),
+      embeddingsTimeoutMs,
       embeddingsBackfillTimeoutMs: yield* variable("EMBEDDINGS_BACKFILL_TIMEOUT_MS", integer(1, 3_600_000), "a number of milliseconds", 120_000),
       embeddingsRetryBaseMs: yield* variable("EMBEDDINGS_RETRY_BASE_MS", integer(1, 3_600_000), "a number of milliseconds", 10_000),
       suggestionsMaxDistance: yield* variable("SUGGESTIONS_MAX_DISTANCE", decimal(0, 2), "a number between 0 and 2", 0.6),

@@ -4,7 +4,7 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import type { Server } from "node:http"
 import { Server as NetServer } from "node:net"
-import { shuttingDownMessage } from "./NodeErrors.js"
+import { prependAuxiliaryRequestListener, shuttingDownMessage } from "./NodeErrors.js"
 
 /**
  * Draining: the state of a server that has begun to stop (SIGTERM or SIGINT)
@@ -60,7 +60,7 @@ export const layerServer = (evaluate: () => Server, options: NodeHttpServer.Opti
       const node = evaluate()
       // Whoever answers a request that arrives while draining (the refusal below, a CORS
       // preflight, the 503 of `NodeErrors` once no handler is attached), the connection ends after it.
-      node.prependListener("request", (_request, response) => {
+      prependAuxiliaryRequestListener(node, (_request, response) => {
         if (drain.draining()) response.setHeader("connection", "close")
       })
       const server = yield* NodeHttpServer.make(() => node, options)

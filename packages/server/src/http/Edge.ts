@@ -36,26 +36,32 @@ const hostRepeated = refused("Host: more than one")
 const transferCodingRefused = refused("Transfer-Encoding: must be a single chunked")
 const transferCodingInHttp10 = refused("Transfer-Encoding: not allowed in HTTP/1.0")
 
-/** The values of header `name` (lower case), one per field line, as the client sent them. */
-const fieldValues = (rawHeaders: ReadonlyArray<string>, name: string) => {
-  const values: Array<string> = []
+/**
+ * The `Host` and `Transfer-Encoding` field lines as the client sent them, in
+ * one pass over the raw headers (every request goes through here): a name is
+ * lowercased only when its length matches.
+ */
+const framingFields = (rawHeaders: ReadonlyArray<string>) => {
+  const hosts: Array<string> = []
+  const transferEncodings: Array<string> = []
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.toLowerCase() === name) values.push(rawHeaders[i + 1]!)
+    const name = rawHeaders[i]!
+    if (name.length === 4 && name.toLowerCase() === "host") hosts.push(rawHeaders[i + 1]!)
+    else if (name.length === 17 && name.toLowerCase() === "transfer-encoding") transferEncodings.push(rawHeaders[i + 1]!)
   }
-  return values
+  return { hosts, transferEncodings }
 }
 
 /** The header fault that makes a request's target or body ambiguous, if any. */
 const framingFault = (source: { readonly httpVersion?: string; readonly rawHeaders?: ReadonlyArray<string> }) => {
-  const rawHeaders = source.rawHeaders ?? []
-  const hosts = fieldValues(rawHeaders, "host")
+  const { hosts, transferEncodings } = framingFields(source.rawHeaders ?? [])
   // RFC 9112 §3.2: an HTTP/1.1 request without `Host`, or with more than one, is a 400. HTTP/1.0 needs
   // none (load-balancer probes often send none).
   if (hosts.length > 1) return hostRepeated
   if (hosts.length === 0 && source.httpVersion === "1.1") return hostMissing
   // llhttp takes `identity` then `chunked`, in one field or two, as chunked; a proxy in front may
   // frame the body otherwise (RFC 9112 §6.1). No coding but a single `chunked` has a use here.
-  const codings = fieldValues(rawHeaders, "transfer-encoding").flatMap((value) => value.split(","))
+  const codings = transferEncodings.flatMap((value) => value.split(","))
   // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing, whatever it says.
   if (codings.length > 0 && source.httpVersion === "1.0") return transferCodingInHttp10
   if (codings.length > 0 && (codings.length > 1 || codings[0]!.trim().toLowerCase() !== "chunked")) {

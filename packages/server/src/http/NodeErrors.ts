@@ -22,7 +22,8 @@ const parserErrors: Record<string, { readonly status: number; readonly message: 
   HPE_CHUNK_EXTENSIONS_OVERFLOW: { status: 413, message: "body: chunk extensions too large" },
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, message: "request: not received in time" },
   HPE_INVALID_CONTENT_LENGTH: { status: 400, message: "Content-Length: invalid" },
-  // llhttp gives this code to a second `Content-Length` only, equal to the first or not.
+  // A second `Content-Length`, equal to the first or not. llhttp gives the same code to `Content-Length`
+  // after `Transfer-Encoding`, which `describeError` tells apart by its `reason` first.
   HPE_UNEXPECTED_CONTENT_LENGTH: { status: 400, message: "Content-Length: duplicate" },
   HPE_INVALID_TRANSFER_ENCODING: { status: 400, message: "Transfer-Encoding: invalid" },
   HPE_INVALID_CHUNK_SIZE: { status: 400, message: "body: malformed chunked encoding" },
@@ -149,7 +150,9 @@ const onCheckExpectation = (_request: IncomingMessage, response: ServerResponse)
  * client may retry. With the handler attached it does nothing.
  */
 const notServing = (server: Server) => (_request: IncomingMessage, response: ServerResponse) => {
-  if (server.listenerCount("request") > 1 || response.headersSent) return
+  // Itself, and listeners that only set a header (`Drain.ts`), are not a handler.
+  const handlers = server.listeners("request").filter((listener) => !auxiliary.has(listener)).length - 1
+  if (handlers > 0 || response.headersSent) return
   const body = json("InternalServerError", server.listening ? "starting up; retry shortly" : shuttingDownMessage)
   response.writeHead(503, {
     "content-type": "application/json",
@@ -158,6 +161,20 @@ const notServing = (server: Server) => (_request: IncomingMessage, response: Ser
     connection: "close"
   })
   response.end(body)
+}
+
+type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
+
+const auxiliary = new WeakSet<Function>()
+
+/**
+ * Adds a `request` listener that answers nothing itself (it sets a header,
+ * say) ahead of the others: `notServing` still answers while no handler is
+ * attached, which it tells by counting the listeners that are not such.
+ */
+export const prependAuxiliaryRequestListener = (server: Server, listener: RequestListener) => {
+  auxiliary.add(listener)
+  server.prependListener("request", listener)
 }
 
 /** Installs the JSON answers on a fresh `node:http` server, before it listens. */
