@@ -197,15 +197,17 @@ describe("npm run seed while the server takes posts (issue 18)", () => {
         postJson(`${server.api}/feedback`, { organizationId: "org_acme", boardId: "b_feat", title, content: "<p>x</p>" })
       const dark = await post("Dark mode")
       const exported = await post("Export CSV")
-      expect([[dark.status, dark.body.slug], [exported.status, exported.body.slug]])
-        .toEqual([[200, "dark-mode-3"], [200, "export-csv-2"]])
+      // "Dark mode 2" derives `dark-mode-2` first, the slug the import claimed for its second "Dark mode".
+      const darkTwo = await post("Dark mode 2")
+      expect([[dark.status, dark.body.slug], [exported.status, exported.body.slug], [darkTwo.status, darkTwo.body.slug]])
+        .toEqual([[200, "dark-mode-3"], [200, "export-csv-2"], [200, "dark-mode-2-2"]])
       // Both answered while the import's transaction was still open: they did not wait for it.
       expect(await importWaiting()).toBe(true)
 
       await holder.query("ROLLBACK")
       expect((await importing).code).toBe(0)
       const slugs = await server.db.query((sql) => sql`SELECT slug FROM posts WHERE organization_id = 'org_acme' ORDER BY slug`)
-      expect(slugs.map((r) => r["slug"])).toEqual(["dark-mode", "dark-mode-2", "dark-mode-3", "export-csv", "export-csv-2"])
+      expect(slugs.map((r) => r["slug"])).toEqual(["dark-mode", "dark-mode-2", "dark-mode-2-2", "dark-mode-3", "export-csv", "export-csv-2"])
       const [imported] = await server.db.query((sql) => sql`SELECT slug FROM posts WHERE id = 'p_dark_again'`)
       expect(imported).toEqual({ slug: "dark-mode-2" })
     } finally {
