@@ -10,7 +10,7 @@ import { backoffMs, make } from "../packages/server/dist/observability/SpanQueue
  * dropped and counted, with growing pauses; a full queue drops new spans;
  * one warning per outage.
  */
-type Answer = "hang" | "ok" | "fail"
+type Answer = "hang" | "ok" | "slow" | "fail"
 
 const setup = Effect.fnUntraced(function*(answer: { current: Answer }, sizes = { maxQueueSize: 4, maxBatchSize: 2 }) {
   const sent: Array<Array<number>> = []
@@ -27,7 +27,13 @@ const setup = Effect.fnUntraced(function*(answer: { current: Answer }, sizes = {
       Effect.suspend(() => {
         sent.push(batch)
         mostInFlight = Math.max(mostInFlight, ++inFlight)
-        const request = answer.current === "hang" ? Effect.never : answer.current === "ok" ? Effect.void : Effect.fail("503")
+        const request = answer.current === "hang"
+          ? Effect.never
+          : answer.current === "ok"
+          ? Effect.void
+          : answer.current === "slow"
+          ? Effect.sleep(200)
+          : Effect.fail("503")
         return Effect.ensuring(request, Effect.sync(() => inFlight--))
       })
   })
@@ -128,6 +134,27 @@ describe("SpanQueue", () => {
       expect(log.lines.slice(2)).toEqual([
         "Warn Traces: dropping spans: the collector did not answer within 500 ms. They are counted in hearken_trace_spans_dropped_total; this is logged once, and again once exports succeed."
       ])
+    }).pipe(Effect.scoped, Effect.provide(log.layer))
+  })
+
+  it.effect("warns of a queue that fills while the collector answers at most once every 10 minutes, with no recovery line", () => {
+    const log = logged()
+    const full = "Warn Traces: dropping spans: the export queue is full (4 spans). They are counted in " +
+      "hearken_trace_spans_dropped_total; this is logged at most once every 10 minutes."
+    return Effect.gen(function*() {
+      // The collector answers every request, in 200 ms.
+      const answer = { current: "slow" as Answer }
+      const { queue, dropped } = yield* setup(answer)
+      // A burst of 8 every minute for 12 minutes: 2 go out at once, 4 wait, 2 are dropped.
+      for (let minute = 0; minute < 12; minute++) {
+        for (let n = 0; n < 8; n++) queue.offer(() => n)
+        yield* TestClock.adjust(60_000)
+      }
+      // The first burst finds the sending fiber not started yet: 4 queued, 4 dropped.
+      expect(dropped.filter(([reason]) => reason === "queue_full")).toHaveLength(4 + 11 * 2)
+      expect(dropped.filter(([reason]) => reason !== "queue_full")).toEqual([])
+      // The first burst, and the eleventh (10 minutes later): no "succeed again" between them.
+      expect(log.lines).toEqual([full, full])
     }).pipe(Effect.scoped, Effect.provide(log.layer))
   })
 

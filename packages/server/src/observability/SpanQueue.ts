@@ -1,4 +1,4 @@
-import { Effect, Fiber, Latch, Option } from "effect"
+import { Clock, Effect, Fiber, Latch, Option } from "effect"
 import type { SpanDropReason } from "./Metrics.js"
 
 /**
@@ -27,6 +27,9 @@ export interface SpanQueue<A> {
   /** Queues the item `make` builds, if there is room (`make` is not called otherwise). */
   readonly offer: (make: () => A) => void
 }
+
+/** How often a queue that fills while the collector answers is warned about. */
+export const queueFullWarningMs = 10 * 60_000
 
 /** After the n-th failure in a row, the next export waits 1 s × 2^(n−1), at most a minute. */
 export const backoffMs = (failures: number) => Math.min(1000 * 2 ** Math.max(0, failures - 1), 60_000)
@@ -79,14 +82,27 @@ export const make = Effect.fnUntraced(function*<A>(options: SpanQueueOptions<A>)
 
   /** Spans dropped as of the last report. */
   let reported = 0
+  /** When a full queue was last warned about, the collector answering all the while. */
+  let queueFullWarnedAt = -Infinity
   /**
-   * One warning when spans start being dropped, one line when a cycle sends
-   * spans and drops none: never a line per span or per batch.
+   * One warning when an outage (timeouts, failures) starts dropping spans, and
+   * one line when a cycle sends spans and drops none. A queue that fills while
+   * the collector answers (bursts of spans) is no outage: it is warned about
+   * at most once every `queueFullWarningMs`, with no recovery line. Never a
+   * line per span or per batch.
    */
   const report = (reason: SpanDropReason, sent: boolean) =>
-    Effect.suspend(() => {
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const droppedNow = dropped - reported
       reported = dropped
+      if (outage === undefined && droppedNow > 0 && reason === "queue_full") {
+        if (now - queueFullWarnedAt < queueFullWarningMs) return Effect.void
+        queueFullWarnedAt = now
+        return Effect.logWarning(
+          `Traces: dropping spans: ${why[reason](options)}. They are counted in hearken_trace_spans_dropped_total; ` +
+            "this is logged at most once every 10 minutes."
+        )
+      }
       if (outage === undefined && droppedNow > 0) {
         outage = { dropped: dropped - droppedNow }
         return Effect.logWarning(
