@@ -9,7 +9,8 @@ import { SqlClient } from "effect/sql"
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE INDEX webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, next_attempt_at, id)
+  // IF NOT EXISTS: an operator may build it beforehand with CREATE INDEX CONCURRENTLY (decision 0017).
+  yield* sql`CREATE INDEX IF NOT EXISTS webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, next_attempt_at, id)
     WHERE status = 'pending'`
-  yield* sql`DROP INDEX webhook_deliveries_due_idx`
+  yield* sql`DROP INDEX IF EXISTS webhook_deliveries_due_idx`
 })
