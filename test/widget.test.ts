@@ -12,7 +12,6 @@
 import { execFileSync } from "node:child_process"
 import { mkdirSync, readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { SignJWT } from "jose"
 import type { Browser, Page, Request } from "playwright-core"
@@ -20,6 +19,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { bundleSizes } from "../bench/sizes.ts"
 import { SuggestionScheduler } from "../packages/widget/src/scheduler.ts"
 import { launchChromium } from "./support/browser.js"
+import { listenOnLoopback } from "./support/net.js"
 import { faultyProxy } from "./support/proxy.js"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
 
@@ -42,8 +42,7 @@ const listen = async (handler: (url: URL) => string): Promise<{ server: Server; 
   const server = createServer((req, res) => {
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(handler(new URL(req.url ?? "/", "http://x")))
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+  return { server, origin: `http://127.0.0.1:${await listenOnLoopback(server)}` }
 }
 
 let api: TestServer

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http"
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from "node:net"
+import { listenOnLoopback } from "./net.js"
 import { eventually } from "./wait.js"
 
 type AnyValue = { readonly stringValue?: string; readonly intValue?: number | string; readonly boolValue?: boolean; readonly doubleValue?: number }
@@ -34,43 +35,38 @@ export class Collector {
   readonly refused: Array<string> = []
   private constructor(private readonly server: Server, readonly port: number) {}
 
-  static start(): Promise<Collector> {
-    return new Promise((resolve) => {
-      const server = createServer()
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        const collector = new Collector(server, typeof address === "object" && address ? address.port : 0)
-        server.on("request", (req, res) => {
-          let body = ""
-          req.setEncoding("utf8")
-          req.on("data", (chunk) => (body += chunk))
-          req.on("end", () => {
-            if (req.method !== "POST" || req.url !== "/v1/traces" || req.headers["content-type"] !== "application/json") {
-              collector.refused.push(`${req.method} ${req.url} ${req.headers["content-type"]}`)
-              res.writeHead(404).end()
-              return
+  static async start(): Promise<Collector> {
+    const server = createServer()
+    const collector = new Collector(server, await listenOnLoopback(server))
+    server.on("request", (req, res) => {
+      let body = ""
+      req.setEncoding("utf8")
+      req.on("data", (chunk) => (body += chunk))
+      req.on("end", () => {
+        if (req.method !== "POST" || req.url !== "/v1/traces" || req.headers["content-type"] !== "application/json") {
+          collector.refused.push(`${req.method} ${req.url} ${req.headers["content-type"]}`)
+          res.writeHead(404).end()
+          return
+        }
+        const data = JSON.parse(body) as {
+          resourceSpans: Array<{ resource: { attributes: Array<KeyValue> }; scopeSpans: Array<{ spans: Array<any> }> }>
+        }
+        for (const { resource, scopeSpans } of data.resourceSpans) {
+          for (const { spans } of scopeSpans) {
+            for (const span of spans) {
+              collector.spans.push({
+                ...span,
+                attributes: record(span.attributes),
+                links: span.links ?? [],
+                resource: record(resource.attributes)
+              })
             }
-            const data = JSON.parse(body) as {
-              resourceSpans: Array<{ resource: { attributes: Array<KeyValue> }; scopeSpans: Array<{ spans: Array<any> }> }>
-            }
-            for (const { resource, scopeSpans } of data.resourceSpans) {
-              for (const { spans } of scopeSpans) {
-                for (const span of spans) {
-                  collector.spans.push({
-                    ...span,
-                    attributes: record(span.attributes),
-                    links: span.links ?? [],
-                    resource: record(resource.attributes)
-                  })
-                }
-              }
-            }
-            res.writeHead(200, { "content-type": "application/json" }).end("{}")
-          })
-        })
-        resolve(collector)
+          }
+        }
+        res.writeHead(200, { "content-type": "application/json" }).end("{}")
       })
     })
+    return collector
   }
 
   /** What `OTEL_EXPORTER_OTLP_ENDPOINT` should say. */
@@ -109,16 +105,11 @@ export class SilentCollector {
   bytes = 0
   private constructor(private readonly server: TcpServer, readonly port: number) {}
 
-  static start(): Promise<SilentCollector> {
-    return new Promise((resolve) => {
-      const server = createTcpServer()
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        const collector = new SilentCollector(server, typeof address === "object" && address ? address.port : 0)
-        server.on("connection", (socket) => collector.track(socket))
-        resolve(collector)
-      })
-    })
+  static async start(): Promise<SilentCollector> {
+    const server = createTcpServer()
+    const collector = new SilentCollector(server, await listenOnLoopback(server))
+    server.on("connection", (socket) => collector.track(socket))
+    return collector
   }
 
   private track(socket: Socket) {

@@ -1,5 +1,5 @@
 import { createServer, request as httpRequest, type IncomingMessage } from "node:http"
-import type { AddressInfo } from "node:net"
+import { listenOnLoopback } from "./net.js"
 
 export interface FaultyProxy {
   /** `http://127.0.0.1:PORT`: use it where the browser would use the target's origin. */
@@ -43,9 +43,9 @@ export const faultyProxy = async (target: string): Promise<FaultyProxy> => {
     upstream.on("error", () => res.destroy())
     req.pipe(upstream)
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const port = await listenOnLoopback(server)
   return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    origin: `http://127.0.0.1:${port}`,
     dropNextAnswer: (matches) => void (drop = matches),
     dropped,
     close: () =>

@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
+import { listenOnLoopback } from "./net.js"
 import { eventually } from "./wait.js"
 
 export interface Received {
@@ -31,36 +32,31 @@ export class Receiver {
   private readonly counts = new Map<string, number>()
   private constructor(private readonly server: Server, readonly port: number) {}
 
-  static start(): Promise<Receiver> {
-    return new Promise((resolve) => {
-      const server = createServer()
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        const receiver = new Receiver(server, typeof address === "object" && address ? address.port : 0)
-        server.on("request", (req, res) => {
-          let body = ""
-          req.setEncoding("utf8")
-          req.on("data", (chunk) => (body += chunk))
-          req.on("end", () => {
-            const path = req.url ?? "/"
-            const request = { path, headers: req.headers, body, at: Date.now() }
-            receiver.received.push(request)
-            const n = (receiver.counts.get(path) ?? 0) + 1
-            receiver.counts.set(path, n)
-            const behaviour: Behaviour = receiver.behaviours.get(path) ?? (() => ({ status: 200 }))
-            const answer = behaviour(n, request)
-            const reply = () => {
-              if (res.destroyed) return
-              res.writeHead(answer.status, answer.headers)
-              res.end(answer.body ?? "")
-            }
-            if (answer.delayMs === undefined) reply()
-            else setTimeout(reply, answer.delayMs).unref()
-          })
-        })
-        resolve(receiver)
+  static async start(): Promise<Receiver> {
+    const server = createServer()
+    const receiver = new Receiver(server, await listenOnLoopback(server))
+    server.on("request", (req, res) => {
+      let body = ""
+      req.setEncoding("utf8")
+      req.on("data", (chunk) => (body += chunk))
+      req.on("end", () => {
+        const path = req.url ?? "/"
+        const request = { path, headers: req.headers, body, at: Date.now() }
+        receiver.received.push(request)
+        const n = (receiver.counts.get(path) ?? 0) + 1
+        receiver.counts.set(path, n)
+        const behaviour: Behaviour = receiver.behaviours.get(path) ?? (() => ({ status: 200 }))
+        const answer = behaviour(n, request)
+        const reply = () => {
+          if (res.destroyed) return
+          res.writeHead(answer.status, answer.headers)
+          res.end(answer.body ?? "")
+        }
+        if (answer.delayMs === undefined) reply()
+        else setTimeout(reply, answer.delayMs).unref()
       })
     })
+    return receiver
   }
 
   /** `http://127.0.0.1:PORT/path` */
