@@ -150,8 +150,8 @@ const onCheckExpectation = (_request: IncomingMessage, response: ServerResponse)
  * client may retry. With the handler attached it does nothing.
  */
 const notServing = (server: Server) => (_request: IncomingMessage, response: ServerResponse) => {
-  // Itself, and listeners that only set a header (`Drain.ts`), are not a handler.
-  const handlers = server.listeners("request").filter((listener) => !auxiliary.has(listener)).length - 1
+  // Itself, and listeners that only set a header (`Drain.ts`), are not a handler. Counted, not listed: every request comes here.
+  const handlers = server.listenerCount("request") - 1 - (auxiliaries.get(server) ?? 0)
   if (handlers > 0 || response.headersSent) return
   const body = json("InternalServerError", server.listening ? "starting up; retry shortly" : shuttingDownMessage)
   response.writeHead(503, {
@@ -165,7 +165,8 @@ const notServing = (server: Server) => (_request: IncomingMessage, response: Ser
 
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
 
-const auxiliary = new WeakSet<Function>()
+/** How many auxiliary `request` listeners each server has. */
+const auxiliaries = new WeakMap<Server, number>()
 
 /**
  * Adds a `request` listener that answers nothing itself (it sets a header,
@@ -173,7 +174,7 @@ const auxiliary = new WeakSet<Function>()
  * attached, which it tells by counting the listeners that are not such.
  */
 export const prependAuxiliaryRequestListener = (server: Server, listener: RequestListener) => {
-  auxiliary.add(listener)
+  auxiliaries.set(server, (auxiliaries.get(server) ?? 0) + 1)
   server.prependListener("request", listener)
 }
 
