@@ -1,6 +1,5 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import * as StaticAsset from "../http/StaticAsset.js"
 
@@ -10,13 +9,7 @@ const widgetDist = fileURLToPath(new URL("../../../widget/dist/", import.meta.ur
 /** Short: a new deploy reaches every embedding site within five minutes. */
 const cacheControl = "public, max-age=300"
 
-const read = (file: string): Uint8Array | undefined => {
-  try {
-    return readFileSync(`${widgetDist}${file}`)
-  } catch {
-    return undefined
-  }
-}
+const read = (file: string) => StaticAsset.readOptional(`${widgetDist}${file}`)
 
 const missing = HttpServerResponse.jsonUnsafe(
   { _tag: "NotFoundError", message: "the widget is not built (npm run build)" },
