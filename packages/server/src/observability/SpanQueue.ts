@@ -91,6 +91,11 @@ export const make = Effect.fnUntraced(function*<A>(options: SpanQueueOptions<A>)
    * at most once every `queueFullWarningMs`, with no recovery line. Never a
    * line per span or per batch.
    */
+  const warn = (reason: SpanDropReason, when: string) =>
+    Effect.logWarning(
+      `Traces: dropping spans: ${why[reason](options)}. They are counted in hearken_trace_spans_dropped_total; ${when}`
+    )
+
   const report = (reason: SpanDropReason, sent: boolean) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const droppedNow = dropped - reported
@@ -98,17 +103,11 @@ export const make = Effect.fnUntraced(function*<A>(options: SpanQueueOptions<A>)
       if (outage === undefined && droppedNow > 0 && reason === "queue_full") {
         if (now - queueFullWarnedAt < queueFullWarningMs) return Effect.void
         queueFullWarnedAt = now
-        return Effect.logWarning(
-          `Traces: dropping spans: ${why[reason](options)}. They are counted in hearken_trace_spans_dropped_total; ` +
-            "this is logged at most once every 10 minutes."
-        )
+        return warn(reason, "this is logged at most once every 10 minutes.")
       }
       if (outage === undefined && droppedNow > 0) {
         outage = { dropped: dropped - droppedNow }
-        return Effect.logWarning(
-          `Traces: dropping spans: ${why[reason](options)}. They are counted in hearken_trace_spans_dropped_total; ` +
-            "this is logged once, and again once exports succeed."
-        )
+        return warn(reason, "this is logged once, and again once exports succeed.")
       }
       if (outage !== undefined && sent && droppedNow === 0) {
         const lost = dropped - outage.dropped
