@@ -17,9 +17,8 @@
  * alive, RSS ≤ 400 MB, `/health` within 1 s throughout. Bounded: at most
  * about 30 s per phase, loopback only.
  */
-import { readFileSync } from "node:fs"
 import { connect, type Socket } from "node:net"
-import { startProcess } from "./support.ts"
+import { memory, startProcess } from "./support.ts"
 
 const connections = 50
 const pipelined = 10
@@ -33,10 +32,10 @@ const unlimited = args.includes("--unlimited")
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** The server's RSS, or undefined once it has died. */
 const rssMb = (pid: number): number | undefined => {
   try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))
-    return line === undefined ? undefined : Number(line.split(/\s+/)[1]) / 1024
+    return memory(pid).rssMb
   } catch {
     return undefined
   }

@@ -87,7 +87,7 @@ import autocannon from "autocannon"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { deepStrictEqual } from "node:assert/strict"
-import { readFileSync, writeFileSync } from "node:fs"
+import { writeFileSync } from "node:fs"
 import { cpus } from "node:os"
 import { join } from "node:path"
 import { make as makeSanitizer, truncate } from "../packages/server/dist/content/Sanitizer.js"
@@ -97,7 +97,7 @@ import { lexiconOf } from "../packages/server/dist/feedback/Posts.js"
 import { migrate } from "../packages/server/dist/sql/Database.js"
 import { loadDataset } from "./suggestions/dataset.ts"
 import { bundleSizes, printBundleSizes } from "./sizes.ts"
-import { freshDatabase, percentile, startProcess, withSql } from "./support.ts"
+import { freshDatabase, memory, percentile, startProcess, withSql } from "./support.ts"
 import { freePort } from "../test/support/net.ts"
 
 // ---------------------------------------------------------------- knobs
@@ -388,13 +388,6 @@ const startServers = async (url: string, withBaseline = true) => {
   const servers: Array<Server> = [{ name: "Hearken", ...(await startProcess("main.js", env)) }]
   if (withBaseline) servers.push({ name: "baseline", ...(await startProcess(join(import.meta.dirname, "baseline.ts"), env)) })
   return servers
-}
-
-/** VmRSS and VmHWM of `pid`, in MB. */
-const memory = (pid: number) => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0)
-  return { rssMb: kb("VmRSS") / 1024, hwmMb: kb("VmHWM") / 1024 }
 }
 
 /** Reads `pid`'s VmRSS every `everyMs` until `stop`, which yields the samples (seconds since start, MB). */

@@ -1,6 +1,7 @@
 /** What the benchmarks share: a fresh database, the server as a process, percentiles. */
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import { readFileSync } from "node:fs"
 import { join, resolve as resolvePath } from "node:path"
 import { withClient } from "../test/support/database.ts"
 import { freePort } from "../test/support/net.ts"
@@ -68,4 +69,11 @@ export const startProcess = async (script: "main.js" | "worker.js" | (string & {
 }
 
 /** The value below which a share `p` of `sorted` lies. */
+/** VmRSS and VmHWM of `pid`, in MB (throws once the process is gone). */
+export const memory = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0)
+  return { rssMb: kb("VmRSS") / 1024, hwmMb: kb("VmHWM") / 1024 }
+}
+
 export const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
