@@ -1,13 +1,17 @@
 /**
- * A fake OpenAI-compatible embeddings API for the tests and the quality bench.
- * Its vectors encode concepts (`bench/suggestions/concepts.ts`, or the groups
- * a test passes), so that texts meaning the same thing in other words, or in
- * another language, are close, as with a real model; a text's other words
- * only nudge its vector.
+ * A fake OpenAI-compatible embeddings API for the tests and the quality bench,
+ * with three embedders. "concept" (the default) encodes concepts
+ * (`bench/suggestions/concepts.ts`, or the groups a test passes), so that
+ * texts meaning the same thing in other words, or in another language, are
+ * close, as with a real model; a text's other words only nudge its vector.
+ * "glove" averages GloVe word vectors (`glove.ts`) as SIF does: a real, if
+ * small and English-only, model of meaning. "ngram" hashes character n-grams:
+ * no model, spelling only.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 import { concepts as defaultConcepts } from "../../bench/suggestions/concepts.ts"
+import { ensureGlove, gloveDimensions, type GloveModel, gloveVocabularySize } from "./glove.ts"
 
 export type FakeMode = "ok" | "error" | "hang" | "wrong-size" | "wrong-index"
 
@@ -35,17 +39,24 @@ export interface FakeEmbeddings {
   close(): Promise<void>
 }
 
+export type Embedder = "concept" | "glove" | "ngram"
+
+/** Each embedder's vector size when the options name none; GloVe's is the only one it has. */
+export const defaultDimensions = { concept: 64, glove: gloveDimensions, ngram: 256 } as const satisfies Record<Embedder, number>
+
 export interface FakeEmbeddingsOptions {
-  /** 64 by default. */
+  /** "concept" by default. */
+  readonly embedder?: Embedder
+  /** The embedder's `defaultDimensions` by default. */
   readonly dimensions?: number
-  /** The groups of words that mean one thing each; the groups of `bench/suggestions/concepts.ts` by default. */
+  /** The "concept" embedder's groups of words that mean one thing each; the groups of `bench/suggestions/concepts.ts` by default. */
   readonly concepts?: ReadonlyArray<ReadonlyArray<string>>
   /** 0 (any free port) by default. */
   readonly port?: number
 }
 
 // ---------------------------------------------------------------------------
-// The vectors
+// The concept embedder
 
 /** The length of what a present concept adds (along its own direction). */
 const conceptWeight = 1
@@ -369,7 +380,146 @@ export const conceptVector = (text: string, dimensions: number, concepts: Readon
 }
 
 // ---------------------------------------------------------------------------
+// The GloVe embedder: SIF (Arora, Liang & Ma, "A Simple but Tough-to-Beat
+// Baseline for Sentence Embeddings", ICLR 2017)
+
+/** SIF's a: the paper finds 1e-4 to 1e-3 best. */
+const sifA = 1e-3
+/**
+ * p(w) by Zipf's law from w's rank r in the package's frequency-ordered list of
+ * V entries: 1 / (r·H), H = Σ 1/k ≈ ln V + γ = ln(1.78·V) (≈ 13.3), so that
+ * "the" has 7.5 % and a word of rank 1,000 0.0075 %.
+ */
+const zipfH = Math.log(1.78 * gloveVocabularySize)
+/** SIF's weight a/(a + p(w)): 0.013 for "the", 0.5 at rank 75, 0.93 at rank 1,000. */
+const sifWeight = (rank: number) => sifA / (sifA + 1 / (rank * zipfH))
+
+/** A word as the GloVe vocabulary has them: ASCII letters and digits, with inner hyphens, and apostrophes that `gloveWords` resolves. */
+const gloveToken = /[a-z0-9]+(?:['-][a-z0-9]+)*/g
+/** The vocabulary's entries a `gloveToken` can reach: not its punctuation. */
+const gloveWordOnly = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
+/** The clitics dropped after an apostrophe; "n't" is "not". */
+const clitics = new Set(["s", "re", "ve", "ll", "d", "m"])
+const negatedStems: Readonly<Record<string, string>> = { ca: "can", wo: "will", sha: "shall" }
+
+/**
+ * The vocabulary's words (or unknown ones) a `gloveToken` stands for: the
+ * vocabulary has no apostrophes ("don't" is "do" and "not", "it's" is "it")
+ * and has some hyphenated words whole ("long-term"), others in parts.
+ */
+const gloveWords = (token: string, ranks: ReadonlyMap<string, number>): Array<string> => {
+  if (token.endsWith("n't")) {
+    const stem = token.slice(0, -3)
+    return [...gloveWords(negatedStems[stem] ?? stem, ranks), "not"]
+  }
+  const parts = token.split("'")
+  if (parts.length > 1) return parts.filter((part, i) => i === 0 || !clitics.has(part)).flatMap((part) => gloveWords(part, ranks))
+  return ranks.has(token) || !token.includes("-") ? [token] : token.split("-")
+}
+
+/**
+ * SIF with GloVe: `fold`, the words the vocabulary knows (numbers and
+ * non-Latin scripts it does not), each vector weighed a/(a + p(w)) and
+ * averaged, less its projection on the common component, unit length.
+ *
+ * The paper removes the first principal component of a corpus's sentence
+ * vectors; a fake has no corpus, so the common component is the one every
+ * sentence vector leans towards: the expected SIF vector of a text whose words
+ * are drawn by frequency, Σ p(w)·a/(a + p(w))·v(w) over the vocabulary (as a
+ * unit vector). Its cosine with the first principal component of the SIF
+ * vectors of the labelled set (`bench/suggestions/dataset.json`) is 0.94;
+ * removing it takes the mean cosine of two of the set's English texts from
+ * 0.68 to 0.30.
+ *
+ * A text without a known word (Chinese, digits) has that common component:
+ * one fixed unit vector, orthogonal to every other text's, as a real English
+ * model gives such texts much the same vector whatever they say.
+ */
+export const sifEmbedder = (model: GloveModel): (text: string) => Array<number> => {
+  const { ranks, vectors } = model
+  const common = new Array<number>(gloveDimensions).fill(0)
+  model.words.forEach((word, i) => {
+    if (!gloveWordOnly.test(word)) return
+    const weight = sifWeight(i + 1) / ((i + 1) * zipfH)
+    for (let d = 0; d < gloveDimensions; d++) common[d]! += weight * vectors[i * gloveDimensions + d]!
+  })
+  const commonNorm = Math.hypot(...common)
+  const unitCommon = common.map((x) => x / commonNorm)
+  return (text) => {
+    const sum = new Array<number>(gloveDimensions).fill(0)
+    for (const [token] of fold(text).matchAll(gloveToken)) {
+      for (const word of gloveWords(token, ranks)) {
+        const rank = ranks.get(word)
+        if (rank === undefined) continue
+        const weight = sifWeight(rank)
+        for (let d = 0; d < gloveDimensions; d++) sum[d]! += weight * vectors[(rank - 1) * gloveDimensions + d]!
+      }
+    }
+    const along = sum.reduce((dot, x, d) => dot + x * unitCommon[d]!, 0)
+    const rest = sum.map((x, d) => x - along * unitCommon[d]!)
+    const norm = Math.hypot(...rest)
+    return norm === 0 ? unitCommon : rest.map((x) => x / norm)
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The n-gram embedder
+
+/**
+ * A model-free vector (fastText's subwords, Bojanowski et al. 2017, without
+ * the training): each word of letters and digits of the `fold`ed text gives
+ * its character 3- to 5-grams with boundary marks ("<cat>": "<ca", "cat",
+ * "at>", "<cat", "cat>", "<cat>"), each run of CJK characters its character
+ * bigrams (a lone character itself); each feature goes on one hashed
+ * (dimension, sign) pair with weight 1 + ln(its count); unit length. A
+ * misspelt word keeps most of its n-grams. A text with none gives dimension 0.
+ */
+export const ngramVector = (text: string, dimensions: number = defaultDimensions.ngram): Array<number> => {
+  const counts = new Map<string, number>()
+  const count = (feature: string) => counts.set(feature, (counts.get(feature) ?? 0) + 1)
+  const folded = fold(text)
+  for (const [word] of blankCjk(folded).matchAll(latinWord)) {
+    const marked = Array.from(`<${word}>`)
+    for (let n = 3; n <= 5; n++) for (let i = 0; i + n <= marked.length; i++) count(marked.slice(i, i + n).join(""))
+  }
+  for (const [run] of folded.matchAll(cjkRun)) {
+    const chars = Array.from(run)
+    if (chars.length === 1) count(run)
+    for (let i = 0; i + 1 < chars.length; i++) count(chars[i]! + chars[i + 1]!)
+  }
+  const vector = new Array<number>(dimensions).fill(0)
+  for (const [feature, n] of counts) {
+    const [dimension, sign] = slot(`ngram:${feature}`, dimensions)
+    vector[dimension]! += sign * (1 + Math.log(n))
+  }
+  const norm = Math.hypot(...vector)
+  if (norm === 0) return vector.map((_, i) => (i === 0 ? 1 : 0))
+  return vector.map((x) => x / norm)
+}
+
+// ---------------------------------------------------------------------------
 // The server
+
+/**
+ * The vector size and the text-to-vector function of the fake these options
+ * start (the bench's in-process embedder); "glove" fetches GloVe into its
+ * cache first if need be, and takes no other size.
+ */
+export const loadEmbedder = async (options: FakeEmbeddingsOptions = {}): Promise<{ readonly dimensions: number; readonly embed: (text: string) => Array<number> }> => {
+  const embedder = options.embedder ?? "concept"
+  const dimensions = options.dimensions ?? defaultDimensions[embedder]
+  switch (embedder) {
+    case "concept": {
+      const concepts = options.concepts ?? defaultConcepts
+      return { dimensions, embed: (text) => conceptVector(text, dimensions, concepts) }
+    }
+    case "ngram":
+      return { dimensions, embed: (text) => ngramVector(text, dimensions) }
+    case "glove":
+      if (dimensions !== gloveDimensions) throw new Error(`GloVe vectors have ${gloveDimensions} dimensions, not ${dimensions}`)
+      return { dimensions, embed: sifEmbedder(await ensureGlove()) }
+  }
+}
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body)
@@ -382,9 +532,8 @@ const apiError = (message: string, type: string) => ({ error: { message, type, p
 /** A vector as OpenAI's `encoding_format: "base64"` sends it: little-endian float32. */
 const base64 = (vector: ReadonlyArray<number>) => Buffer.from(new Float32Array(vector).buffer).toString("base64")
 
-export const startFakeEmbeddings = (options: FakeEmbeddingsOptions = {}): Promise<FakeEmbeddings> => {
-  const dimensions = options.dimensions ?? 64
-  const concepts = options.concepts ?? defaultConcepts
+export const startFakeEmbeddings = async (options: FakeEmbeddingsOptions = {}): Promise<FakeEmbeddings> => {
+  const { dimensions, embed } = await loadEmbedder(options)
   const sockets = new Set<Socket>()
   const inputs: Array<string> = []
   const state = { calls: 0, authorization: undefined as string | undefined, model: undefined as string | undefined }
@@ -418,7 +567,7 @@ export const startFakeEmbeddings = (options: FakeEmbeddingsOptions = {}): Promis
     json(res, 200, {
       object: "list",
       data: texts.map((text, i) => {
-        const vector = conceptVector(text, dimensions, concepts)
+        const vector = embed(text)
         const embedding = mode === "wrong-size" ? vector.slice(0, dimensions - 1) : vector
         return { object: "embedding", index: mode === "wrong-index" ? i + 1 : i, embedding: request.encoding_format === "base64" ? base64(embedding) : embedding }
       }),
