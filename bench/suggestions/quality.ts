@@ -1,291 +1,364 @@
 /**
- * `npm run quality`: how well `POST /suggestions` finds the duplicate, on the
- * labelled set in `dataset.json`, through the real HTTP endpoint of a server
- * process on real PostgreSQL. Reports recall@5, MRR@5 and hit@1 overall and
- * per kind, and the mean number of results for drafts that have no duplicate.
+ * `npm run quality`: how well `POST /suggestions` finds duplicates, on every
+ * labelled set (`dataset.ts`: the project's own set and the real ones in
+ * `sets/`), with each embedder behind the tests' OpenAI-compatible fake API
+ * (`test/support/embeddings.ts`): none (lexical only), the concept embedder,
+ * GloVe word vectors averaged with SIF weights (fetched on demand, cached),
+ * and hashed character n-grams. Decision 0023.
  *
- * Then the semantic path (decision 0009), with the fake concept embedder of
- * the tests (`test/support/embeddings.ts`, 64 dimensions), which stands in
- * for a real model: a second server process on the same database embeds the
- * posts, and the report compares recall@5 and MRR@5 of the lexical answer
- * alone, the vector answer alone (nearest within the distance), and the
- * merged answer the API gives, at several maximum distances. The merged
- * answer is checked against the API's at QUALITY_MAX_DISTANCE (default 0.5).
+ * One database holds every set, each in its own organization. A server
+ * process imports them; then for each embedder a server process embeds every
+ * post and calibrates every board, and each draft is sent to the real HTTP
+ * endpoint. The table gives recall@5, MRR@5 and hit@1 over the drafts with a
+ * duplicate, and the results per draft with none and the share of those
+ * answered `[]`, per set, embedder and half: every set's drafts are dealt into
+ * a "fit" half and a "held-out" half (`halves`), and every threshold in the
+ * code was fitted on "fit" only. "trigram" is a plain whole-board trigram
+ * ranking (pg_trgm `similarity` of title and text, top 5), for comparison.
  *
- * `npm run quality -- --tune` ranks in process instead, without the
- * threshold, and reports the metrics for a range of thresholds on the drafts
- * with odd numbers (tuning) and even numbers (checking).
+ * `npm run quality -- --fit` also fits, on the fit half only, the lexical
+ * selection (`Selection`) and then the blend of the two halves (`Blend`), and
+ * prints what it found with both halves' numbers; the constants in
+ * `Suggestions.ts` and `blend.ts` are set from it by hand.
  *
  * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is
- * an admin URL: a fresh database is created and dropped.
+ * an admin URL: a fresh database is created and dropped. QUALITY_EMBEDDERS
+ * (default "concept,glove,ngram") chooses the embedders.
  */
-import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import type { Blend, Near } from "../../packages/server/dist/suggestions/blend.js"
 import type { Selection } from "../../packages/server/dist/suggestions/Suggestions.js"
-import { startFakeEmbeddings } from "../../test/support/embeddings.ts"
+import { type Embedder, startFakeEmbeddings } from "../../test/support/embeddings.ts"
 import { freshDatabase, startProcess, withSql } from "../support.ts"
-import { datasetOrganization, type Draft, loadDataset, qualityOrganizationId as organizationId } from "./dataset.ts"
+import { datasetOrganization, type Draft, type Half, halves, type LabelledSet, loadSets } from "./dataset.ts"
 
-const tune = process.argv.includes("--tune")
-const dataset = loadDataset()
+const fit = process.argv.includes("--fit")
+const sets = loadSets()
+const embedders = (process.env["QUALITY_EMBEDDERS"] ?? "concept,glove,ngram").split(",").filter((e) => e !== "") as Array<Embedder>
+const dimensions: Record<Embedder, number> = { concept: 64, glove: 100, ngram: 256 }
 
-const fixture = { organizations: [datasetOrganization(dataset)] }
+const { Core } = await import("../../packages/server/dist/App.js")
+const { ServerConfig } = await import("../../packages/server/dist/config.js")
+const { maxSuggestions, select, selection, Suggestions } = await import("../../packages/server/dist/suggestions/Suggestions.js")
+const { Semantic } = await import("../../packages/server/dist/suggestions/Semantic.js")
+const { SuggestionQueries } = await import("../../packages/server/dist/suggestions/SuggestionQueries.js")
+const { blend, merge, nearLimit } = await import("../../packages/server/dist/suggestions/blend.js")
+const { Sanitizer } = await import("../../packages/server/dist/content/Sanitizer.js")
 
-/** Per-draft outcome: the rank (1-based) of the first expected post in the answer, and the answer's length. */
-interface Outcome {
+/** One draft, with what each answer gave. */
+interface Case {
+  readonly set: LabelledSet
+  readonly half: Half
   readonly draft: Draft
-  readonly rank: number | undefined
-  readonly found: number
-  readonly results: number
+  /** Every lexical candidate, best first, with its coverage (before the selection). */
+  ranked: ReadonlyArray<{ readonly id: string; readonly coverage: number }>
+  trigram: ReadonlyArray<string>
+  /** The API's answers: "none" without embeddings, then per embedder. */
+  readonly api: Map<string, ReadonlyArray<string>>
+  /** The nearest posts per embedder, with their p-values, as the API saw them. */
+  readonly near: Map<string, ReadonlyArray<Near>>
 }
 
-const outcome = (draft: Draft, ids: ReadonlyArray<string>): Outcome => {
-  const top = ids.slice(0, 5)
-  const index = top.findIndex((id) => draft.expected.includes(id))
-  return {
-    draft,
-    rank: index < 0 ? undefined : index + 1,
-    found: draft.expected.filter((id) => top.includes(id)).length,
-    results: top.length
+const cases: Array<Case> = sets.flatMap((set) => {
+  const half = halves(set)
+  return set.drafts.map((draft) => ({ set, half: half.get(draft.id)!, draft, ranked: [], trigram: [], api: new Map(), near: new Map() }))
+})
+const requestOf = (c: Case) => ({ organizationId: c.set.organizationId, boardId: c.draft.boardId, title: c.draft.title, content: c.draft.content })
+
+/** Services of the server (dist) in this process, on `env`. */
+const inProcess = <A>(env: Record<string, string>, f: Effect.Effect<A, never, any>) =>
+  Effect.runPromise(f.pipe(
+    Effect.provide(
+      Layer.mergeAll(Semantic.layer).pipe(
+        Layer.provide(SuggestionQueries.layer),
+        Layer.provideMerge(Core),
+        Layer.provideMerge(ServerConfig.layer),
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))
+      )
+    ),
+    Effect.scoped
+  ) as Effect.Effect<A>)
+
+const askApi = async (origin: string, label: string) => {
+  for (const c of cases) {
+    const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(requestOf(c))
+    })
+    if (res.status !== 200) throw new Error(`POST /suggestions answered ${res.status} for ${c.draft.id}`)
+    c.api.set(label, ((await res.json()) as Array<{ id: string }>).map((m) => m.id))
   }
 }
 
+/** Waits until every public post has the model's vector and every board a background of all of them. */
+const settled = async (databaseUrl: string, model: string) => {
+  const started = performance.now()
+  for (;;) {
+    const [row] = await withSql(databaseUrl, (sql) =>
+      sql<{ waiting: number; uncalibrated: number }>`SELECT
+        (SELECT count(*)::int FROM posts p LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${model} AND e.embedding IS NOT NULL
+          WHERE p.visibility = 'public' AND e.post_id IS NULL) AS waiting,
+        (SELECT count(*)::int FROM boards b WHERE NOT EXISTS (SELECT 1 FROM embedding_calibrations c WHERE c.board_id = b.id AND c.model = ${model}
+          AND c.posts = (SELECT count(*) FROM posts p WHERE p.board_id = b.id AND p.visibility = 'public'))) AS uncalibrated`)
+    if (row!.waiting === 0 && row!.uncalibrated === 0) return ((performance.now() - started) / 1000).toFixed(1)
+    if (performance.now() - started > 300_000) throw new Error(`${model}: ${row!.waiting} posts not embedded, ${row!.uncalibrated} boards not calibrated after 5 minutes`)
+    await new Promise((r) => setTimeout(r, 250))
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Metrics
+
 interface Metrics {
-  readonly n: number
+  readonly positives: number
   readonly recall: number
   readonly mrr: number
   readonly hit1: number
+  readonly negatives: number
+  readonly perNegative: number
+  readonly emptyShare: number
 }
 
-const metrics = (outcomes: ReadonlyArray<Outcome>): Metrics => {
-  const positives = outcomes.filter((o) => o.draft.expected.length > 0)
-  const mean = (f: (o: Outcome) => number) => positives.length === 0 ? 0 : positives.reduce((s, o) => s + f(o), 0) / positives.length
-  return {
-    n: positives.length,
-    recall: mean((o) => o.found / o.draft.expected.length),
-    mrr: mean((o) => o.rank === undefined ? 0 : 1 / o.rank),
-    hit1: mean((o) => o.rank === 1 ? 1 : 0)
+const metricsOf = (list: ReadonlyArray<{ readonly draft: Draft; readonly ids: ReadonlyArray<string> }>): Metrics => {
+  const positives = list.filter((x) => x.draft.expected.length > 0)
+  const negatives = list.filter((x) => x.draft.expected.length === 0)
+  const mean = <A>(xs: ReadonlyArray<A>, f: (x: A) => number) => xs.length === 0 ? 0 : xs.reduce((s, x) => s + f(x), 0) / xs.length
+  const rank = (x: { readonly draft: Draft; readonly ids: ReadonlyArray<string> }) => {
+    const i = x.ids.slice(0, 5).findIndex((id) => x.draft.expected.includes(id))
+    return i < 0 ? undefined : i + 1
   }
-}
-
-const negatives = (outcomes: ReadonlyArray<Outcome>) => {
-  const list = outcomes.filter((o) => o.draft.expected.length === 0)
   return {
-    n: list.length,
-    meanResults: list.length === 0 ? 0 : list.reduce((s, o) => s + o.results, 0) / list.length,
-    empty: list.filter((o) => o.results === 0).length
+    positives: positives.length,
+    recall: mean(positives, (x) => x.draft.expected.filter((id) => x.ids.slice(0, 5).includes(id)).length / x.draft.expected.length),
+    mrr: mean(positives, (x) => 1 / (rank(x) ?? Infinity)),
+    hit1: mean(positives, (x) => rank(x) === 1 ? 1 : 0),
+    negatives: negatives.length,
+    perNegative: mean(negatives, (x) => Math.min(5, x.ids.length)),
+    emptyShare: mean(negatives, (x) => x.ids.length === 0 ? 1 : 0)
   }
 }
 
 const f2 = (x: number) => x.toFixed(2)
+const groups = (list: ReadonlyArray<Case>) => sets.flatMap((set) => (["fit", "held-out"] as const).map((half) => ({ set, half, list: list.filter((c) => c.set === set && c.half === half) })))
 
-const report = (outcomes: ReadonlyArray<Outcome>) => {
-  const rows: Array<string> = ["| kind | drafts | recall@5 | MRR@5 | hit@1 |", "|---|---|---|---|---|"]
-  const all = metrics(outcomes)
-  rows.push(`| **all positives** | ${all.n} | ${f2(all.recall)} | ${f2(all.mrr)} | ${f2(all.hit1)} |`)
-  for (const kind of [...new Set(outcomes.map((o) => o.draft.kind))].filter((k) => k !== "negative")) {
-    const m = metrics(outcomes.filter((o) => o.draft.kind === kind))
-    rows.push(`| ${kind} | ${m.n} | ${f2(m.recall)} | ${f2(m.mrr)} | ${f2(m.hit1)} |`)
-  }
-  const neg = negatives(outcomes)
-  rows.push("", `negatives: ${neg.n} drafts, ${f2(neg.meanResults)} results on average, ${neg.empty} answered []`)
-  const noisy = outcomes.filter((o) => o.draft.expected.length === 0 && o.results > 0)
-  if (noisy.length > 0) rows.push("answered something: " + noisy.map((o) => `${o.draft.id} (${o.results})`).join(", "))
-  const misses = outcomes.filter((o) => o.draft.expected.length > 0 && o.rank !== 1)
-  if (misses.length > 0) {
-    rows.push("", "not first: " + misses.map((o) => `${o.draft.id} (${o.draft.kind}, ${o.rank ?? "missed"})`).join(", "))
-  }
-  console.log(rows.join("\n"))
+const lexicalIds = (c: Case, s: Selection = selection) => select(c.ranked, s).slice(0, maxSuggestions).map((r) => r.id)
+const mergedIds = (c: Case, embedder: string, s: Selection = selection, b: Blend = blend) => {
+  const near = c.near.get(embedder) ?? []
+  return merge(lexicalIds(c, s), c.ranked, near, maxSuggestions, b)
 }
 
-/** The maximum distance the API runs with in the semantic report; the report also shows others. */
-const maxDistance = Number(process.env["QUALITY_MAX_DISTANCE"] ?? 0.5)
-const distances = [...new Set([0.4, 0.45, 0.5, 0.55, 0.6, maxDistance])].sort()
-
-const summary = (label: string, outcomes: ReadonlyArray<Outcome>) => {
-  const all = metrics(outcomes)
-  const para = metrics(outcomes.filter((o) => o.draft.kind === "paraphrase"))
-  const neg = negatives(outcomes)
-  return `| ${label} | ${f2(all.recall)} | ${f2(all.mrr)} | ${f2(all.hit1)} | ${f2(para.recall)} / ${f2(para.mrr)} | ${f2(neg.meanResults)} |`
-}
-
-/** In-process services of the server (dist), on `env`: for the answers the API does not give alone. */
-const inProcess = async <A>(env: Record<string, string>, f: (services: {
-  readonly suggestions: import("../../packages/server/dist/suggestions/Suggestions.js").Suggestions["Service"]
-  readonly embeddings: import("../../packages/server/dist/embeddings/Embeddings.js").Embeddings["Service"]
-  readonly repo: import("../../packages/server/dist/embeddings/EmbeddingRepo.js").EmbeddingRepo["Service"]
-  readonly text: (html: string) => string
-}) => Effect.Effect<A>) => {
-  const { Core } = await import("../../packages/server/dist/App.js")
-  const { ServerConfig } = await import("../../packages/server/dist/config.js")
-  const { Suggestions } = await import("../../packages/server/dist/suggestions/Suggestions.js")
-  const { Embeddings } = await import("../../packages/server/dist/embeddings/Embeddings.js")
-  const { EmbeddingRepo } = await import("../../packages/server/dist/embeddings/EmbeddingRepo.js")
-  const { Sanitizer } = await import("../../packages/server/dist/content/Sanitizer.js")
-  return Effect.runPromise(Effect.gen(function*() {
-    const sanitizer = yield* Sanitizer
-    return yield* f({ suggestions: yield* Suggestions, embeddings: yield* Embeddings, repo: yield* EmbeddingRepo, text: sanitizer.text })
-  }).pipe(
-    Effect.provide(Core.pipe(Layer.provideMerge(ServerConfig.layer), Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))),
-    Effect.scoped
-  ))
-}
-
-/**
- * The semantic path with the fake concept embedder: a server process that
- * embeds the posts, then per draft the lexical answer, the nearest posts with
- * their distances (in process, through the server's own services), and the
- * API's merged answer.
- */
-const semanticReport = async (databaseUrl: string) => {
-  const { fuse } = await import("../../packages/server/dist/suggestions/fuse.js")
-  const { embeddingInput } = await import("../../packages/server/dist/embeddings/Embeddings.js")
-  const { normalizeDraft } = await import("../../packages/server/dist/suggestions/Semantic.js")
-  const fake = await startFakeEmbeddings({ dimensions: 64 })
-  const env = {
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: "warn",
-    EMBEDDINGS_URL: fake.url,
-    EMBEDDINGS_MODEL: "fake-concepts",
-    EMBEDDINGS_DIMENSIONS: "64",
-    SUGGESTIONS_MAX_DISTANCE: String(maxDistance)
-  }
-  const server = await startProcess("main.js", { ...env, RATE_LIMIT_MULTIPLIER: "100000" })
-  try {
-    const started = performance.now()
-    for (;;) {
-      const [row] = await withSql(databaseUrl, (sql) =>
-        sql<{ waiting: number }>`SELECT count(*)::int AS waiting FROM posts p
-          LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = 'fake-concepts' AND e.embedding IS NOT NULL
-          WHERE p.visibility = 'public' AND e.post_id IS NULL`)
-      if (row!.waiting === 0) break
-      if (performance.now() - started > 120_000) throw new Error(`${row!.waiting} posts still not embedded after 2 minutes`)
-      await new Promise((r) => setTimeout(r, 200))
-    }
-    const embeddedIn = ((performance.now() - started) / 1000).toFixed(1)
-    const answers = await inProcess(env, ({ embeddings, repo, suggestions, text }) =>
-      Effect.forEach(dataset.drafts, (draft) =>
-        Effect.gen(function*() {
-          const request = { organizationId, boardId: draft.boardId, title: draft.title, content: draft.content }
-          const lexical = (yield* suggestions.lexical(request)).map((m) => ({ id: m.id }))
-          const [vector] = yield* Effect.orDie(embeddings.embed([embeddingInput(normalizeDraft(draft.title), normalizeDraft(text(draft.content)))]))
-          const near = yield* Effect.orDie(repo.nearest(Option.getOrThrow(embeddings.model), { ...request, vector: vector!, limit: 5 }))
-          const api = yield* Effect.promise(() =>
-            fetch(`${server.origin}/api/widget/v1/suggestions`, {
-              method: "POST",
-              headers: { "content-type": "application/json" },
-              body: JSON.stringify(request)
-            }).then((res) => res.json() as Promise<Array<{ id: string }>>)
-          )
-          return { draft, lexical, near, api: api.map((m) => m.id) }
-        })))
-
-    const within = (near: ReadonlyArray<{ id: string; distance: number }>, d: number) => near.filter((n) => n.distance <= d).map((n) => ({ id: n.id }))
-    const merged = (a: (typeof answers)[number], d: number) => {
-      const vector = within(a.near, d)
-      return (vector.length === 0 ? a.lexical : fuse([vector, a.lexical], 5)).map((m) => m.id)
-    }
-    const vectorFirst = (a: (typeof answers)[number], d: number) => {
-      const vector = within(a.near, d).map((m) => m.id)
-      return [...vector, ...a.lexical.map((m) => m.id).filter((id) => !vector.includes(id))].slice(0, 5)
-    }
-    const rows = [
-      `Semantic path: the fake concept embedder (64 dimensions) in place of a model; ${dataset.posts.length} posts embedded in ${embeddedIn} s.`,
-      "",
-      "| answer | recall@5 | MRR@5 | hit@1 | paraphrase recall@5 / MRR@5 | results for a negative |",
-      "|---|---|---|---|---|---|",
-      summary("lexical only", answers.map((a) => outcome(a.draft, a.lexical.map((m) => m.id))))
-    ]
-    for (const d of distances) {
-      rows.push(summary(`vector only, distance ≤ ${d}`, answers.map((a) => outcome(a.draft, within(a.near, d).map((m) => m.id)))))
-      rows.push(summary(`merged (RRF), distance ≤ ${d}${d === maxDistance ? ": the API" : ""}`, answers.map((a) => outcome(a.draft, merged(a, d)))))
-      rows.push(summary(`vector, then lexical, distance ≤ ${d}`, answers.map((a) => outcome(a.draft, vectorFirst(a, d)))))
-    }
-    const differ = answers.filter((a) => JSON.stringify(a.api) !== JSON.stringify(merged(a, maxDistance)))
-    rows.push("", differ.length === 0
-      ? `The API's answers (SUGGESTIONS_MAX_DISTANCE=${maxDistance}) equal the merged answers above for all ${answers.length} drafts.`
-      : `The API's answers differ from the merged answers for: ${differ.map((a) => a.draft.id).join(", ")}`)
-    console.log(rows.join("\n"))
-  } finally {
-    await server.stop()
-    await fake.close()
-  }
-}
+// ---------------------------------------------------------------------------
+// The runs
 
 const database = await freshDatabase("quality")
 const dir = await mkdtemp(join(tmpdir(), "hearken-quality-"))
 const seedFile = join(dir, "fixture.json")
-await writeFile(seedFile, JSON.stringify(fixture))
+await writeFile(seedFile, JSON.stringify({ organizations: sets.map((set) => datasetOrganization(set, set.organizationId)) }))
+const rateLimits = { RATE_LIMIT_MULTIPLIER: "100000" }
 
 try {
-  if (tune) {
-    // Imported here, so that the HTTP report also runs against a server without them (an older build).
-    const { Core } = await import("../../packages/server/dist/App.js")
-    const { ServerConfig } = await import("../../packages/server/dist/config.js")
-    const { select, selection, Suggestions } = await import("../../packages/server/dist/suggestions/Suggestions.js")
-    const env = { DATABASE_URL: database.url, SEED_FILE: seedFile, LOG_LEVEL: "warn" }
-    const rankings = await Effect.runPromise(Effect.gen(function*() {
-      const suggestions = yield* Suggestions
-      return yield* Effect.forEach(dataset.drafts, (draft) =>
-        suggestions.rank({ organizationId, boardId: draft.boardId, title: draft.title, content: draft.content }).pipe(
-          Effect.map((ranked) => ({ draft, ranked }))
-        ))
-    }).pipe(
-      Effect.provide(Core.pipe(Layer.provideMerge(ServerConfig.layer), Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))),
-      Effect.scoped
-    ))
-    const half = (parity: number) => rankings.filter(({ draft }) => Number(draft.id.replace(/\D/g, "")) % 2 === parity)
-    const at = (list: typeof rankings, s: Selection) =>
-      list.map(({ draft, ranked }) => outcome(draft, select(ranked, s).map((r) => r.match.id)))
-    const [tuneSet, checkSet] = [half(1), half(0)]
-    const grid: Array<Selection> = []
-    for (const confident of [0.15, 0.175, 0.2, 0.225, 0.25, 0.3]) {
-      for (const floor of [0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.12]) {
-        for (const standOut of [1.2, 1.3, 1.4, 1.5, 1.75, 2]) {
-          for (const follow of [0.5, 0.6, 0.7, 0.8, 0.9]) grid.push({ confident, floor, standOut, follow })
-        }
-      }
+  // Lexical: the API without embeddings, the candidates in process, and the trigram ranking.
+  const lexicalServer = await startProcess("main.js", { DATABASE_URL: database.url, SEED_FILE: seedFile, ...rateLimits })
+  try {
+    await askApi(lexicalServer.origin, "none")
+  } finally {
+    await lexicalServer.stop()
+  }
+  await inProcess({ DATABASE_URL: database.url, LOG_LEVEL: "warn" }, Effect.gen(function*() {
+    const suggestions = yield* Suggestions
+    for (const c of cases) c.ranked = (yield* suggestions.rank(requestOf(c))).map((r) => ({ id: r.match.id, coverage: r.coverage }))
+  }))
+  const plain = (html: string) => html.replace(/<[^>]*>/g, " ")
+  await withSql(database.url, (sql) =>
+    Effect.forEach(cases, (c) => {
+      const draft = `${c.draft.title} ${plain(c.draft.content)}`
+      return sql<{ id: string }>`SELECT p.id FROM posts p
+        WHERE p.organization_id = ${c.set.organizationId} AND p.board_id = ${c.draft.boardId} AND p.visibility = 'public'
+          AND similarity(p.title || ' ' || regexp_replace(p.content, '<[^>]*>', ' ', 'g'), ${draft}) > 0
+        ORDER BY similarity(p.title || ' ' || regexp_replace(p.content, '<[^>]*>', ' ', 'g'), ${draft}) DESC, p.id
+        LIMIT 5`.pipe(Effect.map((rows) => (c.trigram = rows.map((r) => r.id))))
+    }))
+
+  for (const embedder of embedders) {
+    const fake = await startFakeEmbeddings({ embedder, dimensions: dimensions[embedder] })
+    const env = {
+      DATABASE_URL: database.url,
+      EMBEDDINGS_URL: fake.url,
+      EMBEDDINGS_MODEL: `quality-${embedder}`,
+      EMBEDDINGS_DIMENSIONS: String(dimensions[embedder]),
+      // Calibration rounds every second, so that the run does not wait for the 10 s default.
+      EMBEDDINGS_RETRY_BASE_MS: "1000"
     }
-    // Best recall on the tuning half with at most one result per negative draft, then MRR.
-    const scored = grid.map((s) => {
-      const o = at(tuneSet, s)
-      return { s, m: metrics(o), neg: negatives(o).meanResults }
-    }).filter((x) => x.neg <= 1).sort((a, b) => b.m.recall - a.m.recall || b.m.mrr - a.m.mrr || a.neg - b.neg)
-    console.log("| selection | tune recall@5 | tune MRR@5 | tune negatives | check recall@5 | check MRR@5 | check negatives |")
-    console.log("|---|---|---|---|---|---|---|")
-    for (const { s } of [{ s: selection }, ...scored.slice(0, 8)]) {
-      const [a, b] = [at(tuneSet, s), at(checkSet, s)]
-      const [ma, mb] = [metrics(a), metrics(b)]
-      console.log(`| ${JSON.stringify(s)}${s === selection ? " (current)" : ""} | ${f2(ma.recall)} | ${f2(ma.mrr)} | ${f2(negatives(a).meanResults)} | ${f2(mb.recall)} | ${f2(mb.mrr)} | ${f2(negatives(b).meanResults)} |`)
-    }
-    const coverages = rankings.map(({ draft, ranked }) => {
-      const hit = ranked.find((r) => draft.expected.includes(r.match.id))
-      return `${draft.id} ${draft.kind}: ${hit ? `expected ${f2(hit.coverage)} at ${ranked.indexOf(hit) + 1}` : "expected not ranked"}; top ${ranked.slice(0, 4).map((r) => f2(r.coverage)).join(" ")}`
-    })
-    if (process.argv.includes("--verbose")) console.log(coverages.join("\n"))
-  } else {
-    const server = await startProcess("main.js", { DATABASE_URL: database.url, SEED_FILE: seedFile, RATE_LIMIT_MULTIPLIER: "100000" })
     try {
-      const outcomes: Array<Outcome> = []
-      for (const draft of dataset.drafts) {
-        const res = await fetch(`${server.origin}/api/widget/v1/suggestions`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ organizationId, boardId: draft.boardId, title: draft.title, content: draft.content })
-        })
-        if (res.status !== 200) throw new Error(`POST /suggestions answered ${res.status} for ${draft.id}`)
-        outcomes.push(outcome(draft, ((await res.json()) as Array<{ id: string }>).map((m) => m.id)))
+      const server = await startProcess("main.js", { ...env, ...rateLimits })
+      try {
+        const took = await settled(database.url, env.EMBEDDINGS_MODEL)
+        console.error(`${embedder}: embedded and calibrated in ${took} s`)
+        await askApi(server.origin, embedder)
+      } finally {
+        await server.stop()
       }
-      console.log(`${dataset.posts.length} posts on ${dataset.boards.length} boards, ${dataset.drafts.length} drafts, through POST /suggestions\n`)
-      report(outcomes)
+      await inProcess({ ...env, LOG_LEVEL: "warn" }, Effect.gen(function*() {
+        const semantic = yield* Semantic
+        const sanitizer = yield* Sanitizer
+        for (const c of cases) {
+          const near = yield* semantic.nearest({ ...requestOf(c), text: sanitizer.text(c.draft.content), limit: nearLimit })
+          c.near.set(embedder, near._tag === "Some" ? near.value.map(({ distance, id, p }) => ({ id, distance, p })) : [])
+        }
+      }))
     } finally {
-      await server.stop()
+      await fake.close()
     }
-    console.log("")
-    await semanticReport(database.url)
   }
 } finally {
   await database.drop()
+}
+
+// ---------------------------------------------------------------------------
+// Fitting (fit half only)
+
+const fitCases = cases.filter((c) => c.half === "fit")
+const bySet = (list: ReadonlyArray<Case>) => sets.map((set) => list.filter((c) => c.set === set))
+
+let chosenSelection: Selection = selection
+let chosenBlend: Blend = blend
+if (fit) {
+  // The lexical selection: on every set at most one result per draft with no duplicate; then the best recall + MRR summed over the sets.
+  const grid: Array<Selection> = []
+  for (const confident of [0.15, 0.175, 0.2, 0.225, 0.25, 0.3, 0.35]) {
+    for (const floor of [0.05, 0.07, 0.08, 0.09, 0.1, 0.12, 0.15]) {
+      for (const standOut of [1.2, 1.3, 1.4, 1.5, 1.75, 2, 2.5]) {
+        for (const follow of [0.5, 0.6, 0.7, 0.8, 0.9]) grid.push({ confident, floor, standOut, follow })
+      }
+    }
+  }
+  const lexicalScore = (s: Selection) => {
+    const per = bySet(fitCases).map((list) => metricsOf(list.map((c) => ({ draft: c.draft, ids: lexicalIds(c, s) }))))
+    return { ok: per.every((m) => m.perNegative <= 1), score: per.reduce((t, m) => t + m.recall + m.mrr, 0), worstNegative: Math.max(...per.map((m) => m.perNegative)) }
+  }
+  const lexicalRanked = grid.map((s) => ({ s, ...lexicalScore(s) })).sort((a, b) =>
+    Number(b.ok) - Number(a.ok) || (a.ok ? b.score - a.score : a.worstNegative - b.worstNegative))
+  chosenSelection = lexicalRanked[0]!.s
+  console.log(`Fitted selection (fit half): ${JSON.stringify(chosenSelection)}; in the code: ${JSON.stringify(selection)}`)
+
+  // The blend, for every embedder at once: on every set and embedder, recall and MRR at least the lexical answer's, and results per
+  // draft with no duplicate at most the lexical answer's and at most 1; then the best recall + MRR summed; else the least shortfall.
+  const blends: Array<Blend> = []
+  for (const alone of [0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3]) {
+    for (const gap of alone === 0 ? [1] : [0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4]) {
+      for (const withWords of [0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7]) {
+        for (const wordsFloor of withWords === 0 ? [1] : [0.02, 0.05, 0.08, 0.1, 0.12]) blends.push({ alone, gap, withWords, wordsFloor })
+      }
+    }
+  }
+  const blendScore = (b: Blend) => {
+    let score = 0
+    let shortfall = 0
+    for (const list of bySet(fitCases)) {
+      const lexical = metricsOf(list.map((c) => ({ draft: c.draft, ids: lexicalIds(c, chosenSelection) })))
+      for (const embedder of embedders) {
+        const m = metricsOf(list.map((c) => ({ draft: c.draft, ids: mergedIds(c, embedder, chosenSelection, b) })))
+        score += m.recall + m.mrr
+        shortfall += Math.max(0, lexical.recall - m.recall) + Math.max(0, lexical.mrr - m.mrr) +
+          Math.max(0, m.perNegative - Math.min(1, lexical.perNegative))
+      }
+    }
+    return { score, shortfall }
+  }
+  const blendRanked = blends.map((b) => ({ b, ...blendScore(b) })).sort((a, b) => a.shortfall - b.shortfall || b.score - a.score)
+  chosenBlend = blendRanked[0]!.b
+  console.log(`Fitted blend (fit half): ${JSON.stringify(chosenBlend)}; shortfall ${f2(blendRanked[0]!.shortfall)}; in the code: ${JSON.stringify(blend)}`)
+  console.log("")
+}
+
+// ---------------------------------------------------------------------------
+// The report
+
+// With --fit, also the lexical ranking's top 5 before any threshold: what the selection can reach at best.
+const answers = ["trigram", ...(fit ? ["ranked"] : []), "none", ...embedders]
+const idsOf = (c: Case, answer: string) =>
+  answer === "trigram" ? c.trigram : answer === "ranked" ? c.ranked.slice(0, 5).map((r) => r.id) : fit ? (answer === "none" ? lexicalIds(c, chosenSelection) : mergedIds(c, answer, chosenSelection, chosenBlend)) : c.api.get(answer)!
+
+console.log(`${sets.map((s) => `${s.name} (${s.language}): ${s.posts.length} posts, ${s.drafts.filter((d) => d.expected.length > 0).length} drafts with a duplicate, ${s.drafts.filter((d) => d.expected.length === 0).length} without`).join("; ")}.`)
+console.log(fit
+  ? "Answers computed in process with the FITTED values above (not the API's)."
+  : "Answers of POST /suggestions (the API), with the values in the code, fitted on the \"fit\" half.")
+console.log("")
+console.log("| set | half | embedder | recall@5 | MRR@5 | hit@1 | results per no-duplicate draft | empty answers (no-duplicate drafts) |")
+console.log("|---|---|---|---|---|---|---|---|")
+for (const { half, list, set } of groups(cases)) {
+  const positives = list.filter((c) => c.draft.expected.length > 0).length
+  for (const answer of answers) {
+    const m = metricsOf(list.map((c) => ({ draft: c.draft, ids: idsOf(c, answer) })))
+    const mark = half === "held-out" ? "**held-out**" : "fit"
+    console.log(`| ${set.name} | ${mark} (${positives}+${m.negatives}) | ${answer === "none" ? "none (lexical)" : answer} | ${f2(m.recall)} | ${f2(m.mrr)} | ${f2(m.hit1)} | ${f2(m.perNegative)} | ${f2(m.emptyShare)} |`)
+  }
+}
+
+// The targets, on the held-out half.
+const misses: Array<string> = []
+for (const { half, list, set } of groups(cases)) {
+  if (half !== "held-out") continue
+  const of = (answer: string) => metricsOf(list.map((c) => ({ draft: c.draft, ids: idsOf(c, answer) })))
+  const [trigram, lexical] = [of("trigram"), of("none")]
+  if (!(lexical.recall > trigram.recall)) misses.push(`${set.name}: lexical recall@5 ${f2(lexical.recall)} not above trigram ${f2(trigram.recall)}`)
+  if (!(lexical.mrr > trigram.mrr)) misses.push(`${set.name}: lexical MRR@5 ${f2(lexical.mrr)} not above trigram ${f2(trigram.mrr)}`)
+  if (lexical.perNegative > 1) misses.push(`${set.name}: lexical ${f2(lexical.perNegative)} results per no-duplicate draft`)
+  for (const embedder of embedders) {
+    const m = of(embedder)
+    if (m.recall < lexical.recall) misses.push(`${set.name}/${embedder}: recall@5 ${f2(m.recall)} below lexical ${f2(lexical.recall)}`)
+    if (m.mrr < lexical.mrr) misses.push(`${set.name}/${embedder}: MRR@5 ${f2(m.mrr)} below lexical ${f2(lexical.mrr)}`)
+    if (m.perNegative > Math.min(1, lexical.perNegative)) misses.push(`${set.name}/${embedder}: ${f2(m.perNegative)} results per no-duplicate draft, lexical ${f2(lexical.perNegative)}`)
+  }
+}
+console.log("")
+console.log(misses.length === 0 ? "Held-out half: every target met." : `Held-out half, targets missed:\n- ${misses.join("\n- ")}`)
+
+if (!fit) {
+  // The API's answers are the in-process merge of the same candidates: the report measures what the code says.
+  const differ = cases.flatMap((c) => embedders.filter((e) => JSON.stringify(c.api.get(e)) !== JSON.stringify(mergedIds(c, e))).map((e) => `${c.draft.id}/${e}`))
+  const lexicalDiffer = cases.filter((c) => JSON.stringify(c.api.get("none")) !== JSON.stringify(lexicalIds(c))).map((c) => c.draft.id)
+  console.log(differ.length + lexicalDiffer.length === 0
+    ? `The API's answers equal the in-process merge for all ${cases.length} drafts and ${embedders.length} embedders.`
+    : `The API's answers differ from the in-process merge for: ${[...lexicalDiffer, ...differ].join(", ")}`)
+}
+
+if (process.argv.includes("--verbose")) {
+  // How the p-values of the expected posts and of the nearest post of drafts with no duplicate spread.
+  const q = (xs: Array<number>, p: number) => xs.length === 0 ? NaN : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
+  for (const set of sets) {
+    for (const embedder of embedders) {
+      const list = cases.filter((c) => c.set === set)
+      const expectedP = list.filter((c) => c.draft.expected.length > 0).map((c) => c.near.get(embedder)!.find((n) => c.draft.expected.includes(n.id))?.p ?? 1)
+      const negativeP = list.filter((c) => c.draft.expected.length === 0).map((c) => c.near.get(embedder)![0]?.p ?? 1)
+      const share = (xs: Array<number>, t: number) => f2(xs.filter((x) => x <= t).length / xs.length)
+      console.log(`${set.name}/${embedder}: expected p q25 ${q(expectedP, 0.25).toFixed(3)} q50 ${q(expectedP, 0.5).toFixed(3)}; ≤0.01 ${share(expectedP, 0.01)} ≤0.05 ${share(expectedP, 0.05)} ≤0.1 ${share(expectedP, 0.1)} | negatives' nearest p ≤0.01 ${share(negativeP, 0.01)} ≤0.05 ${share(negativeP, 0.05)} ≤0.1 ${share(negativeP, 0.1)}`)
+    }
+  }
+}
+
+if (process.argv.includes("--verbose")) {
+  const q = (xs: Array<number>, p: number) => xs.length === 0 ? NaN : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
+  const gap = (near: ReadonlyArray<Near>, i: number) => {
+    const others = near.filter((_, j) => j !== i).slice(0, 4).map((n) => n.distance)
+    const mean = others.reduce((s, d) => s + d, 0) / Math.max(1, others.length)
+    return mean === 0 ? 0 : (mean - near[i]!.distance) / mean
+  }
+  for (const set of sets) {
+    for (const embedder of embedders) {
+      const list = cases.filter((c) => c.set === set)
+      const pos = list.filter((c) => c.draft.expected.length > 0).map((c) => {
+        const near = c.near.get(embedder)!
+        const i = near.findIndex((n) => c.draft.expected.includes(n.id))
+        return i < 0 ? -1 : gap(near, i)
+      })
+      const neg = list.filter((c) => c.draft.expected.length === 0).map((c) => c.near.get(embedder)!.length > 1 ? gap(c.near.get(embedder)!, 0) : -1)
+      const share = (xs: Array<number>, t: number) => f2(xs.filter((x) => x >= t).length / xs.length)
+      console.log(`${set.name}/${embedder}: gap expected q50 ${q(pos, 0.5).toFixed(3)} q75 ${q(pos, 0.75).toFixed(3)}; ≥0.1 ${share(pos, 0.1)} ≥0.2 ${share(pos, 0.2)} ≥0.3 ${share(pos, 0.3)} | negatives q50 ${q(neg, 0.5).toFixed(3)} max ${q(neg, 1).toFixed(3)} ≥0.1 ${share(neg, 0.1)} ≥0.2 ${share(neg, 0.2)}`)
+    }
+  }
 }

@@ -31,6 +31,7 @@ import * as RateLimitHttp from "./rate-limit/http.js"
 import { Metrics } from "./observability/Metrics.js"
 import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
+import { Calibrator } from "./suggestions/Calibrator.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
 import { Updates } from "./updates/Updates.js"
 import { WebhookOutbox } from "./webhooks/Outbox.js"
@@ -132,15 +133,16 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
 
 /**
  * The whole server: the database migrated and seeded first, then HTTP on
- * `PORT`, the suggestion index back-fill, the embedding worker when
- * `EMBEDDINGS_URL` is set and, unless `WEBHOOK_WORKER=false`, the webhook
+ * `PORT`, the suggestion index back-fill, the embedding worker and the
+ * suggestions' calibrator when `EMBEDDINGS_URL` is set and, unless `WEBHOOK_WORKER=false`, the webhook
  * worker. Needs `ServerConfig`.
  */
 export const App = Layer.mergeAll(
   Http,
   WebhookWorker.layer,
   Suggestions.layerBackfill,
-  Embedder.layer
+  Embedder.layer,
+  Calibrator.layer
 ).pipe(Layer.provide(Core))
 
 /** The migrated database and the log level, without the API: for workers and operator commands. */

@@ -253,7 +253,7 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
       embeddingsTimeoutMs,
       embeddingsBackfillTimeoutMs: yield* variable("EMBEDDINGS_BACKFILL_TIMEOUT_MS", integer(1, 3_600_000), "a number of milliseconds", 120_000),
       embeddingsRetryBaseMs: yield* variable("EMBEDDINGS_RETRY_BASE_MS", integer(1, 3_600_000), "a number of milliseconds", 10_000),
-      suggestionsMaxDistance: yield* variable("SUGGESTIONS_MAX_DISTANCE", decimal(0, 2), "a number between 0 and 2", 0.6),
+      suggestionsMaxDistance: yield* variable("SUGGESTIONS_MAX_DISTANCE", decimal(0, 2), "a number between 0 and 2", 1),
       suggestionsStatementTimeoutMs: yield* variable(
         "SUGGESTIONS_STATEMENT_TIMEOUT_MS",
         integer(1, 3_600_000),

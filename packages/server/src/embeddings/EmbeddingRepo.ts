@@ -79,6 +79,12 @@ const modelSql = (model: Model, alias = "") => {
   }
 }
 
+/** Boards of at most this many posts are compared pair by pair when calibrating: 300² distances take milliseconds. */
+export const exactUpTo = 300
+
+/** The rows of the model, as a literal predicate on `post_embeddings` (aliased with `alias`). */
+export const modelPredicate = (model: Model, alias = "") => modelSql(model, alias).predicate
+
 /** The hash of a post's title and content (a generated column): a post whose text changes is due again. */
 const sourceHash = "p.text_hash"
 
@@ -113,6 +119,14 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
     readonly vector: Vector
     readonly limit: number
   }) => Effect.Effect<ReadonlyArray<NearPost>, SqlError.SqlError>
+  /**
+   * The distance from each of up to `sample` public posts of a public board
+   * (drawn at random) to its nearest other public post of the board, for the
+   * model, ascending: the board's background (decision 0023). A board of at
+   * most `exactUpTo` posts is compared pair by pair; a larger one walks the
+   * model's index once per sampled post.
+   */
+  readonly neighbourDistances: (model: Model, boardId: string, sample: number) => Effect.Effect<ReadonlyArray<number>, SqlError.SqlError>
 }>()("hearken/EmbeddingRepo") {
   static readonly layer = Layer.effect(
     EmbeddingRepo,
@@ -224,7 +238,38 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         }))
       })
 
-      return EmbeddingRepo.of({ ensureIndex, claim, store, release, fail, nearest })
+      const neighbourDistances = Effect.fn("EmbeddingRepo.neighbourDistances")(function*(model: Model, boardId: string, sample: number) {
+        const m = modelSql(model, "e.")
+        const posts = sql`SELECT p.id FROM posts p JOIN boards b ON b.id = p.board_id AND b.visibility = 'public'
+          WHERE p.board_id = ${boardId} AND p.visibility = 'public'`
+        const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM post_embeddings e
+          WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts})`
+        const n = count?.n ?? 0
+        if (n < 2) return []
+        const vector = sql.literal(`e.embedding::${m.cast}`)
+        const rows = n <= exactUpTo
+          ? yield* sql<{ d: number }>`WITH board AS MATERIALIZED (
+                SELECT e.post_id, ${vector} AS v FROM post_embeddings e
+                WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts})
+              ), sample AS (SELECT * FROM board ORDER BY random() LIMIT ${sample})
+              SELECT (SELECT min(s.v <=> o.v) FROM board o WHERE o.post_id <> s.post_id)::float8 AS d FROM sample s`
+          : yield* sql.withTransaction(Effect.andThen(
+            sql`SET LOCAL hnsw.iterative_scan = relaxed_order`,
+            sql<{ d: number }>`WITH sample AS (
+                SELECT e.post_id, ${vector} AS v FROM post_embeddings e
+                WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
+                  AND e.post_id IN (SELECT id FROM (${posts}) board ORDER BY random() LIMIT ${sample})
+              )
+              SELECT (
+                SELECT (${vector} <=> s.v)::float8 FROM post_embeddings e
+                WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id <> s.post_id AND e.post_id IN (${posts})
+                ORDER BY ${vector} <=> s.v LIMIT 1
+              ) AS d FROM sample s`
+          ))
+        return rows.flatMap((row) => row.d === null || !Number.isFinite(row.d) ? [] : [row.d]).sort((a, b) => a - b)
+      })
+
+      return EmbeddingRepo.of({ ensureIndex, claim, store, release, fail, nearest, neighbourDistances })
     })
   )
 }

@@ -2,6 +2,8 @@ import { Cache, Cause, Context, Effect, Exit, Layer, Option } from "effect"
 import { ServerConfig } from "../config.js"
 import { EmbeddingRepo, type NearPost } from "../embeddings/EmbeddingRepo.js"
 import { embeddingInput, Embeddings, type EmbeddingsError } from "../embeddings/Embeddings.js"
+import { pValue } from "./calibration.js"
+import { CalibrationRepo } from "./CalibrationRepo.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
 
 /** Draft embeddings are kept this long: a visitor who types the same words again costs no call. */
@@ -21,16 +23,23 @@ export interface DraftQuery {
   readonly limit: number
 }
 
+/** A near post, and how it stands out on its board (`calibration.ts`). */
+export interface NearMatch extends NearPost {
+  readonly p: number
+}
+
 /**
  * The semantic half of suggestions (spec §4.1, CONTRACT §9): embed the draft,
- * then the nearest public posts of the board within `SUGGESTIONS_MAX_DISTANCE`.
+ * then the nearest public posts of the board within `SUGGESTIONS_MAX_DISTANCE`,
+ * each with the p-value of its distance on the board's background (decision
+ * 0023). Which of them are shown is `blend.ts`'s to say.
  */
 export class Semantic extends Context.Service<Semantic, {
   /**
    * The matches, closest first; `None` when there is no answer to give:
    * embeddings not configured, or the API failed or timed out (logged).
    */
-  readonly nearest: (query: DraftQuery) => Effect.Effect<Option.Option<ReadonlyArray<NearPost>>>
+  readonly nearest: (query: DraftQuery) => Effect.Effect<Option.Option<ReadonlyArray<NearMatch>>>
 }>()("hearken/Semantic") {
   static readonly layer = Layer.effect(
     Semantic,
@@ -38,6 +47,7 @@ export class Semantic extends Context.Service<Semantic, {
       const config = yield* ServerConfig
       const embeddings = yield* Embeddings
       const repo = yield* EmbeddingRepo
+      const calibrations = yield* CalibrationRepo
       const queries = yield* SuggestionQueries
       if (Option.isNone(embeddings.model)) return Semantic.of({ nearest: () => Effect.succeedNone })
       const model = embeddings.model.value
@@ -53,13 +63,18 @@ export class Semantic extends Context.Service<Semantic, {
         // The key is the text sent: a visitor's extra spaces change neither.
         const vector = yield* Cache.get(drafts, embeddingInput(normalizeDraft(query.title), normalizeDraft(query.text)))
         // The vector query shares the suggestions' connections; the draft's embedding call above holds none.
-        const near = yield* queries.run(repo.nearest(model, {
-          organizationId: query.organizationId,
-          boardId: query.boardId,
-          vector: Array.from(vector),
-          limit: query.limit
-        }))
-        return Option.some(near.filter((post) => post.distance <= config.suggestionsMaxDistance))
+        const [background, near] = yield* queries.run(Effect.all([
+          calibrations.background(model, query.boardId),
+          repo.nearest(model, {
+            organizationId: query.organizationId,
+            boardId: query.boardId,
+            vector: Array.from(vector),
+            limit: query.limit
+          })
+        ]))
+        return Option.some(
+          near.filter((post) => post.distance <= config.suggestionsMaxDistance).map((post) => ({ ...post, p: pValue(background, post.distance) }))
+        )
       }, (effect) =>
         effect.pipe(
           // The API's failures are logged where they happen; either way the lexical answer stands.
@@ -73,5 +88,5 @@ export class Semantic extends Context.Service<Semantic, {
 
       return Semantic.of({ nearest })
     })
-  ).pipe(Layer.provide(EmbeddingRepo.layer))
+  ).pipe(Layer.provide([EmbeddingRepo.layer, CalibrationRepo.layer]))
 }

@@ -3,7 +3,7 @@ import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { Sanitizer } from "../content/Sanitizer.js"
 import { lexiconOf, Posts } from "../feedback/Posts.js"
-import { fuse } from "./fuse.js"
+import { merge, nearLimit } from "./blend.js"
 import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "./lexicon.js"
 import { Semantic } from "./Semantic.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
@@ -26,7 +26,7 @@ export interface Selection {
   readonly follow: number
 }
 
-export const selection: Selection = { confident: 0.15, floor: 0.1, standOut: 1.3, follow: 0.5 }
+export const selection: Selection = { confident: 0.3, floor: 0.1, standOut: 1.2, follow: 0.5 }
 
 export const select = <A extends { readonly coverage: number }>(ranked: ReadonlyArray<A>, s: Selection = selection): ReadonlyArray<A> => {
   const [best, second] = ranked
@@ -76,9 +76,10 @@ interface Row {
 
 export class Suggestions extends Context.Service<Suggestions, {
   /**
-   * What the widget shows (spec §4.1): the nearest posts by meaning fused
-   * with the lexical matches, or the lexical matches alone when embeddings
-   * are not configured, fail, time out or find nothing within the distance.
+   * What the widget shows (spec §4.1): the lexical matches, merged with the
+   * nearest posts by meaning that stand out on the board (decision 0023); the
+   * lexical matches alone when embeddings are not configured, fail, time out
+   * or find nothing that stands out.
    */
   readonly suggest: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
   /** The lexical answer alone (decision 0008). */
@@ -217,13 +218,18 @@ export class Suggestions extends Context.Service<Suggestions, {
       // Both halves at once: the answer takes the longer of the two, never their sum.
       const suggest = Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
         const text = sanitizer.text(request.content)
-        const [words, meaning] = yield* Effect.all([
-          lexicalText(request, text),
-          semantic.nearest({ ...request, text, limit: maxSuggestions })
+        const [ranked, meaning] = yield* Effect.all([
+          rankText(request, text),
+          semantic.nearest({ ...request, text, limit: nearLimit })
         ], { concurrency: 2 })
-        if (Option.isNone(meaning) || meaning.value.length === 0) return words
-        const near = meaning.value.map((post) => new SuggestionMatch({ id: post.id, title: post.title, excerpt: post.excerpt, slug: post.slug }))
-        return fuse([near, words], maxSuggestions)
+        const shown = select(ranked).slice(0, maxSuggestions).map((r) => r.match)
+        if (Option.isNone(meaning) || meaning.value.length === 0) return shown
+        const matches = new Map(ranked.map((r) => [r.match.id, r.match]))
+        for (const post of meaning.value) {
+          if (!matches.has(post.id)) matches.set(post.id, new SuggestionMatch({ id: post.id, title: post.title, excerpt: post.excerpt, slug: post.slug }))
+        }
+        const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions)
+        return ids.map((id) => matches.get(id)!)
       })
 
       return Suggestions.of({ suggest, lexical, rank })

@@ -11,6 +11,7 @@ import idempotencyKeys from "./0009_idempotency_keys.js"
 import ginPendingLists from "./0010_gin_pending_lists.js"
 import webhookTraceContext from "./0011_webhook_trace_context.js"
 import webhookClaimPerEndpoint from "./0012_webhook_claim_per_endpoint.js"
+import embeddingCalibrations from "./0013_embedding_calibrations.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -25,5 +26,6 @@ export const loader = Migrator.fromRecord({
   "0009_idempotency_keys": idempotencyKeys,
   "0010_gin_pending_lists": ginPendingLists,
   "0011_webhook_trace_context": webhookTraceContext,
-  "0012_webhook_claim_per_endpoint": webhookClaimPerEndpoint
+  "0012_webhook_claim_per_endpoint": webhookClaimPerEndpoint,
+  "0013_embedding_calibrations": embeddingCalibrations
 })

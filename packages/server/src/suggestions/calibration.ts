@@ -1,0 +1,69 @@
+/**
+ * Which near posts stand out (decision 0023): a draft's distance to a post is
+ * compared with how close the board's posts are to each other, for the same
+ * model, instead of with one absolute distance. Models spread distances each
+ * in its own way; a board's own posts say what "close" means there.
+ */
+
+/** A board's background for one model. */
+export interface Background {
+  /** Distances from a sample of the board's public posts to their nearest neighbour on the board, ascending. */
+  readonly board: ReadonlyArray<number>
+  /** The model's pool across boards (`poolOf`), ascending; empty when there is none. */
+  readonly pool: ReadonlyArray<number>
+}
+
+export const noBackground: Background = { board: [], pool: [] }
+
+/** A board with fewer sampled distances than this borrows the model's pool. */
+export const ownBackgroundFrom = 20
+/** Values each board gives the pool: evenly spaced quantiles of its own. */
+export const poolPerBoard = 25
+/** Boards the pool is made of, at most: it stays small whatever the number of boards. */
+export const poolBoards = 200
+
+/** How many values of an ascending list are at most `d`. */
+const atMost = (sorted: ReadonlyArray<number>, d: number) => {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! <= d) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/**
+ * How ordinary a distance is on the board, in (0, 1]: the conformal p-value
+ * of `d` among the board's nearest-neighbour distances, (1 + #{b ≤ d}) / (m + 1).
+ * A draft with no duplicate is one more post of the board, so its distance to
+ * its nearest post falls anywhere among the posts' own: the chance that its p
+ * is at most α is at most about α, whatever the model. A duplicate is closer
+ * to its original than posts usually are to each other: a small p.
+ *
+ * A board with fewer than `ownBackgroundFrom` sampled distances takes the
+ * model's pool as its background, and also needs `d` below its own few
+ * (p is at least the share of them at most `d`). With neither, the board's
+ * own conformal p: with m distances it is never below 1 / (m + 1).
+ */
+export const pValue = (background: Background, d: number): number => {
+  const { board, pool } = background
+  if (board.length >= ownBackgroundFrom || pool.length === 0) return (1 + atMost(board, d)) / (board.length + 1)
+  const pooled = (1 + atMost(pool, d)) / (pool.length + 1)
+  return board.length === 0 ? pooled : Math.max(pooled, atMost(board, d) / board.length)
+}
+
+/** `count` evenly spaced quantiles of an ascending list (all of it when shorter). */
+export const quantiles = (sorted: ReadonlyArray<number>, count: number): Array<number> =>
+  sorted.length <= count
+    ? [...sorted]
+    : Array.from({ length: count }, (_, i) => sorted[Math.round((i + 0.5) * sorted.length / count - 0.5)]!)
+
+/**
+ * The model's pool: `poolPerBoard` quantiles of each board that has a
+ * background of its own (the first `poolBoards` given), so that every board
+ * weighs the same, ascending.
+ */
+export const poolOf = (boards: ReadonlyArray<ReadonlyArray<number>>): Array<number> =>
+  boards.filter((b) => b.length >= ownBackgroundFrom).slice(0, poolBoards).flatMap((b) => quantiles(b, poolPerBoard)).sort((a, b) => a - b)
