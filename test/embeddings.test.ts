@@ -22,7 +22,8 @@ fixture.organizations[0]!.posts = [
   p("p_private", "Dark mode for admins", "<p>dark theme, private</p>", { visibility: "private" }),
   p("p_bug_dark", "Dark mode crash", "<p>the dark theme crashes</p>", { boardId: "b_bugs" }),
   p("p_secret_board", "Dark mode on a private board", "<p>dark theme</p>", { boardId: "b_private" }),
-  ...Array.from({ length: 7 }, (_, i) => p(`p_sound_${i}`, `Notification sound ${i}`, `<p>Chime number ${i}</p>`))
+  // Near-copies of each other, on another board: they would set a tight background on b_feat (decision 0023).
+  ...Array.from({ length: 7 }, (_, i) => p(`p_sound_${i}`, `Notification sound ${i}`, `<p>Chime number ${i}</p>`, { boardId: "b_bugs" }))
 ]
 fixture.organizations[1]!.posts = [{ id: "p_other_dark", boardId: "b_other", title: "Dark mode", content: "<p>dark theme</p>" }]
 
@@ -56,6 +57,11 @@ beforeAll(async () => {
   fake = await startFakeEmbeddings({ dimensions: 64, concepts })
   ;[server, lexical] = await Promise.all([startSeededServer(fixture, embeddingsEnv()), startSeededServer(fixture)])
   await eventually("the back-fill", async () => (await waiting(server)) === 0 || undefined)
+  await eventually("the boards calibrated", async () => {
+    const [row] = await server.db.query<{ posts: number }>((sql) =>
+      sql`SELECT posts FROM embedding_calibrations WHERE board_id = 'b_feat' AND model = 'concepts-1'`)
+    return row?.posts === 3 || undefined
+  })
 })
 afterAll(async () => {
   await Promise.all([server?.close(), lexical?.close()])
@@ -91,7 +97,7 @@ describe("semantic suggestions (embeddings configured)", () => {
   it("never return private posts, other boards, or other organizations' posts, and at most 5", async () => {
     const dark = await suggest(server, { title: "Dim the lights", content: "night colors" })
     expect(ids(dark)).toEqual(["p_dark"])
-    const sounds = await suggest(server, { title: "A ping noise option", content: "" })
+    const sounds = await suggest(server, { boardId: "b_bugs", title: "Notification sound", content: "chime" })
     expect(sounds.body).toHaveLength(5)
     for (const id of ids(sounds)) expect(id).toMatch(/^p_sound_/)
     for (const boardId of ["b_private", "b_other", "b_nope"]) expect((await suggest(server, { boardId, title: "dark mode" })).body).toEqual([])

@@ -46,6 +46,8 @@ const { maxSuggestions, select, selection, Suggestions } = await import("../../p
 const { Semantic } = await import("../../packages/server/dist/suggestions/Semantic.js")
 const { SuggestionQueries } = await import("../../packages/server/dist/suggestions/SuggestionQueries.js")
 const { blend, merge, nearLimit } = await import("../../packages/server/dist/suggestions/blend.js")
+/** The server's default `SUGGESTIONS_MAX_DISTANCE`: the runs leave it unset. */
+const maxDistance = 1
 const { Sanitizer } = await import("../../packages/server/dist/content/Sanitizer.js")
 
 /** One draft, with what each answer gave. */
@@ -148,7 +150,7 @@ const groups = (list: ReadonlyArray<Case>) => sets.flatMap((set) => (["fit", "he
 const lexicalIds = (c: Case, s: Selection = selection) => select(c.ranked, s).slice(0, maxSuggestions).map((r) => r.id)
 const mergedIds = (c: Case, embedder: string, s: Selection = selection, b: Blend = blend) => {
   const near = c.near.get(embedder) ?? []
-  return merge(lexicalIds(c, s), c.ranked, near, maxSuggestions, b)
+  return merge(lexicalIds(c, s), c.ranked, near, maxSuggestions, maxDistance, b)
 }
 
 // ---------------------------------------------------------------------------

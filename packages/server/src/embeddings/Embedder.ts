@@ -24,13 +24,20 @@ export interface CreatedPost {
   readonly span: Tracer.AnySpan | undefined
 }
 
-/** Told of each post created, after its transaction commits, so that it is embedded at once. */
+/**
+ * Told of each post created, after its transaction commits, so that it is
+ * embedded at once; and tells of vectors stored, so that the boards'
+ * calibration (decision 0023) follows at once.
+ */
 export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
   readonly postCreated: (postId: string) => Effect.Effect<void>
   /** The posts created since the last call; waits for at least one. */
   readonly created: Effect.Effect<ReadonlyArray<CreatedPost>>
   /** The posts created since the last call, perhaps none; does not wait. */
   readonly poll: Effect.Effect<ReadonlyArray<CreatedPost>>
+  readonly vectorsStored: Effect.Effect<void>
+  /** Waits until vectors were stored since the last call (at once if they were). */
+  readonly stored: Effect.Effect<void>
 }>()("hearken/EmbeddingSignal") {
   /** A queue when embeddings are configured; otherwise nothing is remembered. */
   static readonly layer = Layer.effect(
@@ -38,14 +45,24 @@ export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
     Effect.gen(function*() {
       const config = yield* ServerConfig
       if (Option.isNone(config.embeddings)) {
-        return EmbeddingSignal.of({ postCreated: () => Effect.void, created: Effect.never, poll: Effect.succeed([]) })
+        return EmbeddingSignal.of({
+          postCreated: () => Effect.void,
+          created: Effect.never,
+          poll: Effect.succeed([]),
+          vectorsStored: Effect.void,
+          stored: Effect.never
+        })
       }
       const queue = yield* Queue.sliding<CreatedPost>(signalCapacity)
+      // One slot: many stores before the next wait are one wake-up.
+      const stores = yield* Queue.sliding<void>(1)
       return EmbeddingSignal.of({
         postCreated: (postId) =>
           exportedSpan.pipe(Effect.flatMap((span) => Queue.offer(queue, { postId, span })), Effect.asVoid),
         created: Queue.takeAll(queue),
-        poll: Queue.clear(queue)
+        poll: Queue.clear(queue),
+        vectorsStored: Queue.offer(stores, undefined).pipe(Effect.asVoid),
+        stored: Queue.take(stores)
       })
     })
   )
@@ -75,6 +92,7 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
       const embeddings = yield* Embeddings
       const repo = yield* EmbeddingRepo
       const sanitizer = yield* Sanitizer
+      const signal = yield* EmbeddingSignal
       if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("EmbeddingRound needs EMBEDDINGS_URL"))
       const model = embeddings.model.value
       // Long enough for a call, its splits and the writes; a worker that died gives its posts up after it.
@@ -93,7 +111,11 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
       ): Effect.Effect<boolean, SqlError.SqlError> =>
         embeddings.embed(posts.map(({ input }) => input), config.embeddingsBackfillTimeoutMs).pipe(
           Effect.matchEffect({
-            onSuccess: (vectors) => repo.store(model, token, posts.map(({ post }, i) => ({ post, vector: vectors[i]! }))).pipe(Effect.as(true)),
+            onSuccess: (vectors) =>
+              repo.store(model, token, posts.map(({ post }, i) => ({ post, vector: vectors[i]! }))).pipe(
+                Effect.tap((stored) => stored > 0 ? signal.vectorsStored : Effect.void),
+                Effect.as(true)
+              ),
             onFailure: (error) => {
               if (error.rejected === true && posts.length > 1) {
                 const half = Math.ceil(posts.length / 2)

@@ -111,13 +111,16 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
    * The public posts of a public board of the organization nearest to `vector`,
    * closest first, at most `limit`. Filters by organization, board, visibility
    * and model; pgvector's iterative index scan keeps looking when the filters
-   * drop the nearest rows.
+   * drop the nearest rows. `exact`: every post of the board is compared, the
+   * index unused (the HNSW graph is approximate: on a small board of
+   * near-identical posts it can miss the nearest one).
    */
   readonly nearest: (model: Model, query: {
     readonly organizationId: string
     readonly boardId: string
     readonly vector: Vector
     readonly limit: number
+    readonly exact?: boolean
   }) => Effect.Effect<ReadonlyArray<NearPost>, SqlError.SqlError>
   /**
    * The distance from each of up to `sample` public posts of a public board
@@ -216,25 +219,28 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         readonly boardId: string
         readonly vector: Vector
         readonly limit: number
+        readonly exact?: boolean
       }) {
         const m = modelSql(model, "e.")
         const distance = sql.literal(`e.embedding::${m.cast} <=> `)
         const cast = sql.literal(`::${m.cast}`)
         const vector = vectorLiteral(q.vector)
+        const rows = sql`SELECT p.id, p.title, p.excerpt, p.slug, (${distance}${vector}${cast})::float8 AS distance
+          FROM post_embeddings e
+          JOIN posts p ON p.id = e.post_id
+          JOIN boards b ON b.id = p.board_id
+          WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
+            AND p.board_id = ${q.boardId} AND p.organization_id = ${q.organizationId} AND p.visibility = 'public'
+            AND b.organization_id = ${q.organizationId} AND b.visibility = 'public'`
+        // Materialized, the board's rows are all compared: the planner cannot walk the index for them.
+        if (q.exact === true) {
+          return yield* sql<NearPost>`WITH board AS MATERIALIZED (${rows})
+            SELECT * FROM board ORDER BY distance, id LIMIT ${q.limit}`
+        }
         return yield* sql.withTransaction(Effect.gen(function*() {
           // The filters below may drop the index's nearest rows: keep scanning instead of answering short.
           yield* sql`SET LOCAL hnsw.iterative_scan = relaxed_order`
-          return yield* sql<NearPost>`SELECT * FROM (
-              SELECT p.id, p.title, p.excerpt, p.slug, (${distance}${vector}${cast})::float8 AS distance
-              FROM post_embeddings e
-              JOIN posts p ON p.id = e.post_id
-              JOIN boards b ON b.id = p.board_id
-              WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
-                AND p.board_id = ${q.boardId} AND p.organization_id = ${q.organizationId} AND p.visibility = 'public'
-                AND b.organization_id = ${q.organizationId} AND b.visibility = 'public'
-              ORDER BY ${distance}${vector}${cast}
-              LIMIT ${q.limit}
-            ) nearest ORDER BY distance, id`
+          return yield* sql<NearPost>`SELECT * FROM (${rows} ORDER BY ${distance}${vector}${cast} LIMIT ${q.limit}) nearest ORDER BY distance, id`
         }))
       })
 

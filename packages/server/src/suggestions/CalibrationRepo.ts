@@ -41,12 +41,12 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       const iso = (ms: number) => new Date(ms).toISOString()
 
       const background = Effect.fn("CalibrationRepo.background")(function*(model: Model, boardId: string) {
-        const rows = yield* sql<{ boardId: string; distances: ReadonlyArray<number> }>`SELECT board_id AS "boardId", distances
+        const rows = yield* sql<{ boardId: string; distances: ReadonlyArray<number>; posts: number }>`SELECT board_id AS "boardId", distances, posts
           FROM embedding_calibrations
           WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id IN (${boardId}, ${pool})`
         if (rows.length === 0) return noBackground
         const of = (id: string) => (rows.find((r) => r.boardId === id)?.distances ?? []).map(Number)
-        return { board: of(boardId), pool: of(pool) }
+        return { board: of(boardId), pool: of(pool), posts: rows.find((r) => r.boardId === boardId)?.posts ?? 0 }
       })
 
       const stale = Effect.fn("CalibrationRepo.stale")((model: Model, nowMs: number, limit: number) =>

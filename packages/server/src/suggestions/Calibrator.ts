@@ -2,7 +2,7 @@ import { Cause, Clock, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config.js"
 import { EmbeddingRepo } from "../embeddings/EmbeddingRepo.js"
 import { Embeddings } from "../embeddings/Embeddings.js"
-import { maxSweepMs } from "../embeddings/Embedder.js"
+import { EmbeddingSignal, maxSweepMs } from "../embeddings/Embedder.js"
 import { poolOf } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
 
@@ -14,10 +14,12 @@ const perRound = 20
 /**
  * Keeps each board's background for the configured model (decision 0023) up
  * to date, in the background: a layer that runs only when `EMBEDDINGS_URL` is
- * set. Every `min(10 s, EMBEDDINGS_RETRY_BASE_MS)` it finds the boards whose
- * public embedded posts changed (new, embedded again, made private, gone),
- * measures each one's nearest-neighbour distances again, then the model's
- * pool. The cost of a board is bounded by `sampleSize`, whatever its size.
+ * set. Whenever the embedder stored vectors, and at least every
+ * `min(10 s, EMBEDDINGS_RETRY_BASE_MS)`, it finds the boards whose public
+ * embedded posts changed (new, embedded again, made private, gone), measures
+ * each one's nearest-neighbour distances again, then the model's pool. The
+ * cost of a board is bounded by `sampleSize`, whatever its size, and a board
+ * larger than `exactUpTo` is measured at most once a minute.
  */
 export class Calibrator {
   static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
@@ -25,6 +27,7 @@ export class Calibrator {
     const embeddings = yield* Embeddings
     const embeddingRepo = yield* EmbeddingRepo
     const repo = yield* CalibrationRepo
+    const signal = yield* EmbeddingSignal
     if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("Calibrator needs EMBEDDINGS_URL"))
     const model = embeddings.model.value
     const sweepMs = Math.min(maxSweepMs, config.embeddingsRetryBaseMs)
@@ -44,7 +47,7 @@ export class Calibrator {
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.logWarning("Calibrating suggestions failed; trying again", cause).pipe(Effect.as(0))
       ),
-      Effect.flatMap((n) => n === perRound ? Effect.void : Effect.sleep(sweepMs)),
+      Effect.flatMap((n) => n === perRound ? Effect.void : Effect.raceFirst(Effect.sleep(sweepMs), signal.stored)),
       Effect.andThen(() => loop)
     )
     yield* Effect.forkScoped(loop)

@@ -1,8 +1,7 @@
 import { Cache, Cause, Context, Effect, Exit, Layer, Option } from "effect"
-import { ServerConfig } from "../config.js"
 import { EmbeddingRepo, type NearPost } from "../embeddings/EmbeddingRepo.js"
 import { embeddingInput, Embeddings, type EmbeddingsError } from "../embeddings/Embeddings.js"
-import { pValue } from "./calibration.js"
+import { exactSearchUpTo, pValue } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
 
@@ -30,8 +29,7 @@ export interface NearMatch extends NearPost {
 
 /**
  * The semantic half of suggestions (spec §4.1, CONTRACT §9): embed the draft,
- * then the nearest public posts of the board within `SUGGESTIONS_MAX_DISTANCE`,
- * each with the p-value of its distance on the board's background (decision
+ * then the nearest public posts of the board, each with the p-value of its distance on the board's background (decision
  * 0023). Which of them are shown is `blend.ts`'s to say.
  */
 export class Semantic extends Context.Service<Semantic, {
@@ -44,7 +42,6 @@ export class Semantic extends Context.Service<Semantic, {
   static readonly layer = Layer.effect(
     Semantic,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
       const embeddings = yield* Embeddings
       const repo = yield* EmbeddingRepo
       const calibrations = yield* CalibrationRepo
@@ -63,18 +60,19 @@ export class Semantic extends Context.Service<Semantic, {
         // The key is the text sent: a visitor's extra spaces change neither.
         const vector = yield* Cache.get(drafts, embeddingInput(normalizeDraft(query.title), normalizeDraft(query.text)))
         // The vector query shares the suggestions' connections; the draft's embedding call above holds none.
-        const [background, near] = yield* queries.run(Effect.all([
-          calibrations.background(model, query.boardId),
-          repo.nearest(model, {
+        const [background, near] = yield* queries.run(Effect.gen(function*() {
+          const background = yield* calibrations.background(model, query.boardId)
+          const near = yield* repo.nearest(model, {
             organizationId: query.organizationId,
             boardId: query.boardId,
             vector: Array.from(vector),
-            limit: query.limit
+            limit: query.limit,
+            // A board not measured yet is most likely a new, small one.
+            exact: background.posts <= exactSearchUpTo
           })
-        ]))
-        return Option.some(
-          near.filter((post) => post.distance <= config.suggestionsMaxDistance).map((post) => ({ ...post, p: pValue(background, post.distance) }))
-        )
+          return [background, near] as const
+        }))
+        return Option.some(near.map((post) => ({ ...post, p: pValue(background, post.distance) })))
       }, (effect) =>
         effect.pipe(
           // The API's failures are logged where they happen; either way the lexical answer stands.

@@ -1,6 +1,7 @@
 import { SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
 import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
+import { ServerConfig } from "../config.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import { lexiconOf, Posts } from "../feedback/Posts.js"
 import { merge, nearLimit } from "./blend.js"
@@ -91,6 +92,7 @@ export class Suggestions extends Context.Service<Suggestions, {
     Suggestions,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const config = yield* ServerConfig
       const sanitizer = yield* Sanitizer
       const semantic = yield* Semantic
       const queries = yield* SuggestionQueries
@@ -228,7 +230,7 @@ export class Suggestions extends Context.Service<Suggestions, {
         for (const post of meaning.value) {
           if (!matches.has(post.id)) matches.set(post.id, new SuggestionMatch({ id: post.id, title: post.title, excerpt: post.excerpt, slug: post.slug }))
         }
-        const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions)
+        const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions, config.suggestionsMaxDistance)
         return ids.map((id) => matches.get(id)!)
       })
 

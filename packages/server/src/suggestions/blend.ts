@@ -38,7 +38,8 @@ export const blend: Blend = { alone: 0.2, gap: 0.3, withWords: 0.05, wordsFloor:
  */
 export const gapOf = (near: ReadonlyArray<Near>, i: number) => {
   const others = near.filter((_, j) => j !== i).slice(0, 4)
-  if (others.length === 0) return 0
+  // The board's only embedded post: nothing else is near.
+  if (others.length === 0) return 1
   const mean = others.reduce((sum, n) => sum + n.distance, 0) / others.length
   return mean === 0 ? 0 : (mean - near[i]!.distance) / mean
 }
@@ -47,7 +48,8 @@ export const gapOf = (near: ReadonlyArray<Near>, i: number) => {
  * The ids of the answer from both halves: `shown`, the lexical answer;
  * `ranked`, every lexical candidate with its coverage (before the lexical
  * threshold); `near`, the nearest posts (at most `nearLimit`), closest first.
- * The near posts shown are fused with the lexical answer by reciprocal rank
+ * None farther than `maxDistance` (`SUGGESTIONS_MAX_DISTANCE`) is shown, but
+ * all are compared with. The near posts shown are fused with the lexical answer by reciprocal rank
  * fusion, the lexical list first: a post both find rises, and a tie goes to
  * the words.
  */
@@ -56,11 +58,13 @@ export const merge = (
   ranked: ReadonlyArray<{ readonly id: string; readonly coverage: number }>,
   near: ReadonlyArray<Near>,
   limit: number,
+  maxDistance: number,
   b: Blend = blend
 ): Array<string> => {
   const coverage = new Map(ranked.map((r) => [r.id, r.coverage]))
   const meant = near.filter((n, i) =>
-    (n.p <= b.alone && gapOf(near, i) >= b.gap) || (n.p <= b.withWords && (coverage.get(n.id) ?? 0) >= b.wordsFloor)
+    n.distance <= maxDistance &&
+    ((n.p <= b.alone && gapOf(near, i) >= b.gap) || (n.p <= b.withWords && (coverage.get(n.id) ?? 0) >= b.wordsFloor))
   ).map((n) => n.id)
   if (meant.length === 0) return shown.slice(0, limit)
   return fuse([shown.map((id) => ({ id })), meant.map((id) => ({ id }))], limit).map((x) => x.id)

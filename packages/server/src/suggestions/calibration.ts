@@ -11,9 +11,17 @@ export interface Background {
   readonly board: ReadonlyArray<number>
   /** The model's pool across boards (`poolOf`), ascending; empty when there is none. */
   readonly pool: ReadonlyArray<number>
+  /** The board's public embedded posts when it was measured; 0 when it was not yet. */
+  readonly posts: number
 }
 
-export const noBackground: Background = { board: [], pool: [] }
+export const noBackground: Background = { board: [], pool: [], posts: 0 }
+
+/**
+ * Boards of at most this many posts are searched exactly, every post
+ * compared: a few milliseconds, and no approximate index to miss the nearest.
+ */
+export const exactSearchUpTo = 2_000
 
 /** A board with fewer sampled distances than this borrows the model's pool. */
 export const ownBackgroundFrom = 20
@@ -35,23 +43,24 @@ const atMost = (sorted: ReadonlyArray<number>, d: number) => {
 }
 
 /**
- * How ordinary a distance is on the board, in (0, 1]: the conformal p-value
+ * How ordinary a distance is on the board, in [0, 1]: the conformal p-value
  * of `d` among the board's nearest-neighbour distances, (1 + #{b ≤ d}) / (m + 1).
  * A draft with no duplicate is one more post of the board, so its distance to
  * its nearest post falls anywhere among the posts' own: the chance that its p
  * is at most α is at most about α, whatever the model. A duplicate is closer
  * to its original than posts usually are to each other: a small p.
  *
- * A board with fewer than `ownBackgroundFrom` sampled distances takes the
- * model's pool as its background, and also needs `d` below its own few
- * (p is at least the share of them at most `d`). With neither, the board's
- * own conformal p: with m distances it is never below 1 / (m + 1).
+ * A board with fewer than `ownBackgroundFrom` sampled distances has too few
+ * for that: `d` must then be below the share p of its own (0 when it is
+ * closer than any two of its posts are to each other) and, when other boards
+ * have a background of their own, as rare among the model's pool. A board
+ * with a single post has none of its own: the pool alone, or 1.
  */
 export const pValue = (background: Background, d: number): number => {
   const { board, pool } = background
-  if (board.length >= ownBackgroundFrom || pool.length === 0) return (1 + atMost(board, d)) / (board.length + 1)
-  const pooled = (1 + atMost(pool, d)) / (pool.length + 1)
-  return board.length === 0 ? pooled : Math.max(pooled, atMost(board, d) / board.length)
+  if (board.length >= ownBackgroundFrom) return (1 + atMost(board, d)) / (board.length + 1)
+  const own = board.length === 0 ? (pool.length === 0 ? 1 : 0) : atMost(board, d) / board.length
+  return pool.length === 0 ? own : Math.max(own, (1 + atMost(pool, d)) / (pool.length + 1))
 }
 
 /** `count` evenly spaced quantiles of an ascending list (all of it when shorter). */
