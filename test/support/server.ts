@@ -22,8 +22,14 @@ export interface TestServer {
  * `process.env`); `DATABASE_URL`, `PORT`, `HOST`, `LOG_LEVEL` and a generous
  * `RATE_LIMIT_MULTIPLIER` are filled in.
  */
-export const startServer = async (env: Record<string, string> = {}): Promise<TestServer> => {
-  const db = await createDatabase()
+export const startServer = async (env: Record<string, string> = {}): Promise<TestServer> => startServerOn(await createDatabase(), env, true)
+
+/**
+ * `startServer` over the database `db`, which `close` drops when `owned`:
+ * a server started again on the database another one left.
+ */
+export const startServerOn = async (db: TestDatabase, env: Record<string, string> = {}, owned = false): Promise<TestServer> => {
+  const drop = () => owned ? db.drop() : Promise.resolve()
   const provider = ConfigProvider.fromEnv({
     // Tests other than the rate-limit ones send far more than 5 suggestions a minute from one address.
     env: { DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000", ...env }
@@ -41,12 +47,12 @@ export const startServer = async (env: Record<string, string> = {}): Promise<Tes
       db,
       close: async () => {
         await Effect.runPromise(Scope.close(scope, Exit.void))
-        await db.drop()
+        await drop()
       }
     }
   } catch (error) {
     await Effect.runPromise(Scope.close(scope, Exit.void))
-    await db.drop()
+    await drop()
     throw error
   }
 }
