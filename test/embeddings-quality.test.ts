@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { datasetOrganization, type Draft, loadDataset } from "../bench/suggestions/dataset.ts"
+import { calibrated } from "./support/calibration.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
-import { eventually } from "./support/wait.js"
 
 /**
  * The merged answer (embeddings and words) on the labelled set, with the fake
@@ -22,16 +22,7 @@ beforeAll(async () => {
     EMBEDDINGS_MODEL: "fake-concepts",
     EMBEDDINGS_DIMENSIONS: "64",
   })
-  await eventually("the labelled set embedded", async () => {
-    const [row] = await server.db.query<{ n: number }>((sql) =>
-      sql`SELECT count(*)::int AS n FROM post_embeddings WHERE embedding IS NOT NULL`)
-    return row!.n === dataset.posts.length || undefined
-  }, { timeoutMs: 60_000 })
-  await eventually("the boards calibrated", async () => {
-    const rows = await server.db.query<{ posts: number }>((sql) =>
-      sql`SELECT posts FROM embedding_calibrations WHERE model = 'fake-concepts' AND board_id <> ''`)
-    return rows.length === dataset.boards.length && rows.reduce((n, r) => n + r.posts, 0) === dataset.posts.length || undefined
-  }, { timeoutMs: 60_000 })
+  await calibrated(server.db, { name: "fake-concepts", dimensions: 64 }, 60_000)
 }, 90_000)
 afterAll(async () => {
   await server?.close()

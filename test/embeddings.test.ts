@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { calibrated } from "./support/calibration.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
@@ -56,12 +57,7 @@ const waiting = (s: TestServer, model = "concepts-1") =>
 beforeAll(async () => {
   fake = await startFakeEmbeddings({ dimensions: 64, concepts })
   ;[server, lexical] = await Promise.all([startSeededServer(fixture, embeddingsEnv()), startSeededServer(fixture)])
-  await eventually("the back-fill", async () => (await waiting(server)) === 0 || undefined)
-  await eventually("the boards calibrated", async () => {
-    const [row] = await server.db.query<{ posts: number }>((sql) =>
-      sql`SELECT posts FROM embedding_calibrations WHERE board_id = 'b_feat' AND model = 'concepts-1'`)
-    return row?.posts === 3 || undefined
-  })
+  await calibrated(server.db, { name: "concepts-1", dimensions: 64 })
 })
 afterAll(async () => {
   await Promise.all([server?.close(), lexical?.close()])
