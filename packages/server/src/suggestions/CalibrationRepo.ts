@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { exactUpTo, modelPredicate } from "../embeddings/EmbeddingRepo.js"
+import { modelPredicate } from "../embeddings/EmbeddingRepo.js"
 import type { Model } from "../embeddings/Embeddings.js"
 import { type Background, noBackground, ownBackgroundFrom, poolBoards } from "./calibration.js"
 
@@ -10,13 +10,12 @@ export interface StaleBoard {
   /** 0: the board has none left, and its row goes. */
   readonly posts: number
   readonly newest: string | null
+  /** When its row was last computed (ms since the epoch); null without one. */
+  readonly computedMs: number | null
 }
 
 /** The board id of the model's pool. */
 const pool = ""
-
-/** A board larger than `exactUpTo` is recalibrated at most this often, however often it changes. */
-export const largeBoardRefreshMs = 60_000
 
 /** The SQL of `embedding_calibrations` (decision 0023). */
 export class CalibrationRepo extends Context.Service<CalibrationRepo, {
@@ -25,9 +24,10 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
   /**
    * Up to `limit` boards whose row is missing, or whose public embedded posts
    * (their number, or the newest embedding) changed since it was computed, or
-   * that have none left; those never calibrated first.
+   * that have none left; those never calibrated first. One grouped count over
+   * the model's rows: about a second at 100k posts.
    */
-  readonly stale: (model: Model, nowMs: number, limit: number) => Effect.Effect<ReadonlyArray<StaleBoard>, SqlError.SqlError>
+  readonly stale: (model: Model, limit: number) => Effect.Effect<ReadonlyArray<StaleBoard>, SqlError.SqlError>
   readonly save: (model: Model, board: StaleBoard, distances: ReadonlyArray<number>, nowMs: number) => Effect.Effect<void, SqlError.SqlError>
   readonly remove: (model: Model, boardId: string) => Effect.Effect<void, SqlError.SqlError>
   /** The distances of up to `poolBoards` boards with a background of their own, most recently computed first: what the pool is made of. */
@@ -49,7 +49,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
         return { board: of(boardId), pool: of(pool), posts: rows.find((r) => r.boardId === boardId)?.posts ?? 0 }
       })
 
-      const stale = Effect.fn("CalibrationRepo.stale")((model: Model, nowMs: number, limit: number) =>
+      const stale = Effect.fn("CalibrationRepo.stale")((model: Model, limit: number) =>
         sql<StaleBoard>`WITH state AS (
             SELECT p.board_id, count(*)::int AS posts, max(e.embedded_at) AS newest
             FROM post_embeddings e
@@ -61,11 +61,10 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
             SELECT board_id, posts, newest, computed_at FROM embedding_calibrations
             WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id <> ${pool}
           )
-          SELECT coalesce(s.board_id, c.board_id) AS "boardId", coalesce(s.posts, 0) AS posts, s.newest::text AS newest
+          SELECT coalesce(s.board_id, c.board_id) AS "boardId", coalesce(s.posts, 0) AS posts, s.newest::text AS newest,
+            (extract(epoch FROM c.computed_at) * 1000)::float8 AS "computedMs"
           FROM state s FULL JOIN saved c ON c.board_id = s.board_id
-          WHERE c.board_id IS NULL OR s.board_id IS NULL
-            OR ((c.posts <> s.posts OR c.newest IS DISTINCT FROM s.newest)
-              AND (s.posts <= ${exactUpTo} OR c.computed_at <= ${iso(nowMs - largeBoardRefreshMs)}::timestamptz))
+          WHERE c.board_id IS NULL OR s.board_id IS NULL OR c.posts <> s.posts OR c.newest IS DISTINCT FROM s.newest
           ORDER BY c.board_id IS NOT NULL, coalesce(s.board_id, c.board_id)
           LIMIT ${limit}`
       )
@@ -92,7 +91,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       )
 
       const savePool = (model: Model, distances: ReadonlyArray<number>, nowMs: number) =>
-        save(model, { boardId: pool, posts: 0, newest: null }, distances, nowMs)
+        save(model, { boardId: pool, posts: 0, newest: null, computedMs: null }, distances, nowMs)
 
       return CalibrationRepo.of({ background, stale, save, remove, boards, savePool })
     })

@@ -1,7 +1,8 @@
 import { Cache, Cause, Context, Effect, Exit, Layer, Option } from "effect"
+import type { SqlError } from "effect/sql"
 import { EmbeddingRepo, type NearPost } from "../embeddings/EmbeddingRepo.js"
 import { embeddingInput, Embeddings, type EmbeddingsError } from "../embeddings/Embeddings.js"
-import { exactSearchUpTo, pValue } from "./calibration.js"
+import { type Background, exactSearchUpTo, pValue } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
 
@@ -9,6 +10,10 @@ import { SuggestionQueries } from "./SuggestionQueries.js"
 export const draftCacheTtl = "5 minutes"
 /** What the cached draft vectors may take, in bytes: the entry count follows from the vector size. */
 export const draftCacheBytes = 8 * 1024 * 1024
+
+/** How long a board's background is kept in process (decision 0023), and for how many boards at most. */
+export const backgroundTtl = "5 seconds"
+const backgroundCacheSize = 10_000
 
 /** The same words with other spacing are the same draft. */
 export const normalizeDraft = (text: string) => text.normalize("NFC").replace(/\s+/gu, " ").trim()
@@ -55,22 +60,24 @@ export class Semantic extends Context.Service<Semantic, {
         // A failure is not remembered: the next keystroke tries again.
         timeToLive: (exit: Exit.Exit<Float32Array, EmbeddingsError>) => Exit.isSuccess(exit) ? draftCacheTtl : 0
       })
+      // A board's background changes only when the calibrator measures it again: read once per `backgroundTtl`, not per keystroke.
+      const backgrounds = yield* Cache.makeWith((boardId: string) => queries.run(calibrations.background(model, boardId)), {
+        capacity: backgroundCacheSize,
+        timeToLive: (exit: Exit.Exit<Background, SqlError.SqlError>) => Exit.isSuccess(exit) ? backgroundTtl : 0
+      })
 
       const nearest = Effect.fn("Semantic.nearest")(function*(query: DraftQuery) {
         // The key is the text sent: a visitor's extra spaces change neither.
         const vector = yield* Cache.get(drafts, embeddingInput(normalizeDraft(query.title), normalizeDraft(query.text)))
         // The vector query shares the suggestions' connections; the draft's embedding call above holds none.
-        const [background, near] = yield* queries.run(Effect.gen(function*() {
-          const background = yield* calibrations.background(model, query.boardId)
-          const near = yield* repo.nearest(model, {
-            organizationId: query.organizationId,
-            boardId: query.boardId,
-            vector: Array.from(vector),
-            limit: query.limit,
-            // A board not measured yet is most likely a new, small one.
-            exact: background.posts <= exactSearchUpTo
-          })
-          return [background, near] as const
+        const background = yield* Cache.get(backgrounds, query.boardId)
+        const near = yield* queries.run(repo.nearest(model, {
+          organizationId: query.organizationId,
+          boardId: query.boardId,
+          vector: Array.from(vector),
+          limit: query.limit,
+          // A board not measured yet is searched through the index: it may be a large import.
+          exact: background.posts > 0 && background.posts <= exactSearchUpTo
         }))
         return Option.some(near.map((post) => ({ ...post, p: pValue(background, post.distance) })))
       }, (effect) =>
