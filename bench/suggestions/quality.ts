@@ -16,6 +16,7 @@
  * code was fitted on "fit" only. "trigram" is a plain whole-board trigram
  * ranking (pg_trgm `similarity` of title and text, top 5), for comparison.
  *
+ * `-- --verbose` adds how the p-values and gaps spread per set and embedder.
  * `npm run quality -- --fit` also fits, on the fit half only, the lexical
  * selection (`Selection`) and then the blend of the two halves (`Blend`), and
  * prints what it found with both halves' numbers; the constants in
@@ -45,7 +46,7 @@ const { ServerConfig } = await import("../../packages/server/dist/config.js")
 const { maxSuggestions, select, selection, Suggestions } = await import("../../packages/server/dist/suggestions/Suggestions.js")
 const { Semantic } = await import("../../packages/server/dist/suggestions/Semantic.js")
 const { SuggestionQueries } = await import("../../packages/server/dist/suggestions/SuggestionQueries.js")
-const { blend, merge, nearLimit } = await import("../../packages/server/dist/suggestions/blend.js")
+const { blend, gapOf, merge, nearLimit } = await import("../../packages/server/dist/suggestions/blend.js")
 /** The server's default `SUGGESTIONS_MAX_DISTANCE`: the runs leave it unset. */
 const maxDistance = 1
 const { Sanitizer } = await import("../../packages/server/dist/content/Sanitizer.js")
@@ -330,37 +331,23 @@ if (!fit) {
 }
 
 if (process.argv.includes("--verbose")) {
-  // How the p-values of the expected posts and of the nearest post of drafts with no duplicate spread.
+  // How the p-values and gaps (blend.ts) of the expected posts, and of the nearest post of drafts with no duplicate, spread.
   const q = (xs: Array<number>, p: number) => xs.length === 0 ? NaN : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
+  const share = (xs: ReadonlyArray<number>, keep: (x: number) => boolean) => f2(xs.filter(keep).length / xs.length)
   for (const set of sets) {
     for (const embedder of embedders) {
       const list = cases.filter((c) => c.set === set)
-      const expectedP = list.filter((c) => c.draft.expected.length > 0).map((c) => c.near.get(embedder)!.find((n) => c.draft.expected.includes(n.id))?.p ?? 1)
-      const negativeP = list.filter((c) => c.draft.expected.length === 0).map((c) => c.near.get(embedder)![0]?.p ?? 1)
-      const share = (xs: Array<number>, t: number) => f2(xs.filter((x) => x <= t).length / xs.length)
-      console.log(`${set.name}/${embedder}: expected p q25 ${q(expectedP, 0.25).toFixed(3)} q50 ${q(expectedP, 0.5).toFixed(3)}; ≤0.01 ${share(expectedP, 0.01)} ≤0.05 ${share(expectedP, 0.05)} ≤0.1 ${share(expectedP, 0.1)} | negatives' nearest p ≤0.01 ${share(negativeP, 0.01)} ≤0.05 ${share(negativeP, 0.05)} ≤0.1 ${share(negativeP, 0.1)}`)
-    }
-  }
-}
-
-if (process.argv.includes("--verbose")) {
-  const q = (xs: Array<number>, p: number) => xs.length === 0 ? NaN : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
-  const gap = (near: ReadonlyArray<Near>, i: number) => {
-    const others = near.filter((_, j) => j !== i).slice(0, 4).map((n) => n.distance)
-    const mean = others.reduce((s, d) => s + d, 0) / Math.max(1, others.length)
-    return mean === 0 ? 0 : (mean - near[i]!.distance) / mean
-  }
-  for (const set of sets) {
-    for (const embedder of embedders) {
-      const list = cases.filter((c) => c.set === set)
-      const pos = list.filter((c) => c.draft.expected.length > 0).map((c) => {
+      const expected = list.filter((c) => c.draft.expected.length > 0).map((c) => {
         const near = c.near.get(embedder)!
         const i = near.findIndex((n) => c.draft.expected.includes(n.id))
-        return i < 0 ? -1 : gap(near, i)
+        return i < 0 ? { p: 1, gap: -1 } : { p: near[i]!.p, gap: gapOf(near, i) }
       })
-      const neg = list.filter((c) => c.draft.expected.length === 0).map((c) => c.near.get(embedder)!.length > 1 ? gap(c.near.get(embedder)!, 0) : -1)
-      const share = (xs: Array<number>, t: number) => f2(xs.filter((x) => x >= t).length / xs.length)
-      console.log(`${set.name}/${embedder}: gap expected q50 ${q(pos, 0.5).toFixed(3)} q75 ${q(pos, 0.75).toFixed(3)}; ≥0.1 ${share(pos, 0.1)} ≥0.2 ${share(pos, 0.2)} ≥0.3 ${share(pos, 0.3)} | negatives q50 ${q(neg, 0.5).toFixed(3)} max ${q(neg, 1).toFixed(3)} ≥0.1 ${share(neg, 0.1)} ≥0.2 ${share(neg, 0.2)}`)
+      const nearest = list.filter((c) => c.draft.expected.length === 0).map((c) => {
+        const near = c.near.get(embedder)!
+        return near.length === 0 ? { p: 1, gap: -1 } : { p: near[0]!.p, gap: gapOf(near, 0) }
+      })
+      const [ep, eg, np, ng] = [expected.map((x) => x.p), expected.map((x) => x.gap), nearest.map((x) => x.p), nearest.map((x) => x.gap)]
+      console.log(`${set.name}/${embedder}: expected post p q50 ${q(ep, 0.5).toFixed(3)}, p ≤ 0.05 ${share(ep, (x) => x <= 0.05)}, ≤ 0.2 ${share(ep, (x) => x <= 0.2)}, gap q50 ${q(eg, 0.5).toFixed(2)}, ≥ 0.3 ${share(eg, (x) => x >= 0.3)} | no-duplicate drafts' nearest p ≤ 0.05 ${share(np, (x) => x <= 0.05)}, ≤ 0.2 ${share(np, (x) => x <= 0.2)}, gap ≥ 0.3 ${share(ng, (x) => x >= 0.3)}`)
     }
   }
 }
