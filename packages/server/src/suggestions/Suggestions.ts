@@ -212,10 +212,12 @@ export class Suggestions extends Context.Service<Suggestions, {
 
       const rank = Effect.fn("Suggestions.rank")((request: SuggestionsRequest) => rankText(request, sanitizer.text(request.content)))
 
-      const lexicalText = (request: SuggestionsRequest, text: string) =>
-        Effect.map(rankText(request, text), (ranked) => select(ranked).slice(0, maxSuggestions).map((r) => r.match))
+      /** The lexical answer from the ranking. */
+      const shownOf = (ranked: ReadonlyArray<Ranked>) => select(ranked).slice(0, maxSuggestions).map((r) => r.match)
 
-      const lexical = Effect.fn("Suggestions.lexical")((request: SuggestionsRequest) => lexicalText(request, sanitizer.text(request.content)))
+      const lexical = Effect.fn("Suggestions.lexical")((request: SuggestionsRequest) =>
+        Effect.map(rankText(request, sanitizer.text(request.content)), shownOf)
+      )
 
       // Both halves at once: the answer takes the longer of the two, never their sum.
       const suggest = Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
@@ -224,7 +226,7 @@ export class Suggestions extends Context.Service<Suggestions, {
           rankText(request, text),
           semantic.nearest({ ...request, text, limit: nearLimit })
         ], { concurrency: 2 })
-        const shown = select(ranked).slice(0, maxSuggestions).map((r) => r.match)
+        const shown = shownOf(ranked)
         if (Option.isNone(meaning) || meaning.value.length === 0) return shown
         const matches = new Map(ranked.map((r) => [r.match.id, r.match]))
         for (const post of meaning.value) {
