@@ -214,6 +214,14 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
           WHERE lease_token = ${token} AND model = ${model.name} AND dimensions = ${model.dimensions}`.pipe(Effect.asVoid)
       )
 
+      /**
+       * `query` in a transaction where the HNSW index keeps scanning when the
+       * filters (board, visibility, model) drop its nearest rows, instead of
+       * answering short.
+       */
+      const walkingIndex = <A>(query: Effect.Effect<A, SqlError.SqlError>) =>
+        sql.withTransaction(Effect.andThen(sql`SET LOCAL hnsw.iterative_scan = relaxed_order`, query))
+
       const nearest = Effect.fn("EmbeddingRepo.nearest")(function*(model: Model, q: {
         readonly organizationId: string
         readonly boardId: string
@@ -237,11 +245,9 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
           return yield* sql<NearPost>`WITH board AS MATERIALIZED (${rows})
             SELECT * FROM board ORDER BY distance, id LIMIT ${q.limit}`
         }
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          // The filters below may drop the index's nearest rows: keep scanning instead of answering short.
-          yield* sql`SET LOCAL hnsw.iterative_scan = relaxed_order`
-          return yield* sql<NearPost>`SELECT * FROM (${rows} ORDER BY ${distance}${vector}${cast} LIMIT ${q.limit}) nearest ORDER BY distance, id`
-        }))
+        return yield* walkingIndex(
+          sql<NearPost>`SELECT * FROM (${rows} ORDER BY ${distance}${vector}${cast} LIMIT ${q.limit}) nearest ORDER BY distance, id`
+        )
       })
 
       const neighbourDistances = Effect.fn("EmbeddingRepo.neighbourDistances")(function*(model: Model, boardId: string, sample: number) {
@@ -259,8 +265,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
                 WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts})
               ), sample AS (SELECT * FROM board ORDER BY random() LIMIT ${sample})
               SELECT (SELECT min(s.v <=> o.v) FROM board o WHERE o.post_id <> s.post_id)::float8 AS d FROM sample s`
-          : yield* sql.withTransaction(Effect.andThen(
-            sql`SET LOCAL hnsw.iterative_scan = relaxed_order`,
+          : yield* walkingIndex(
             sql<{ d: number }>`WITH sample AS (
                 SELECT e.post_id, ${vector} AS v FROM post_embeddings e
                 WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
@@ -271,7 +276,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
                 WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id <> s.post_id AND e.post_id IN (${posts})
                 ORDER BY ${vector} <=> s.v LIMIT 1
               ) AS d FROM sample s`
-          ))
+          )
         return rows.flatMap((row) => row.d === null || !Number.isFinite(row.d) ? [] : [row.d]).sort((a, b) => a - b)
       })
 

@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { modelPredicate } from "../embeddings/EmbeddingRepo.js"
 import type { Model } from "../embeddings/Embeddings.js"
-import { type Background, noBackground, ownBackgroundFrom, poolBoards } from "./calibration.js"
+import { type Background, ownBackgroundFrom, poolBoards } from "./calibration.js"
 
 /** A board whose background is missing or out of date: its public embedded posts now. */
 export interface StaleBoard {
@@ -44,9 +44,9 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
         const rows = yield* sql<{ boardId: string; distances: ReadonlyArray<number>; posts: number }>`SELECT board_id AS "boardId", distances, posts
           FROM embedding_calibrations
           WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id IN (${boardId}, ${pool})`
-        if (rows.length === 0) return noBackground
-        const of = (id: string) => (rows.find((r) => r.boardId === id)?.distances ?? []).map(Number)
-        return { board: of(boardId), pool: of(pool), posts: rows.find((r) => r.boardId === boardId)?.posts ?? 0 }
+        const board = rows.find((r) => r.boardId === boardId)
+        const shared = rows.find((r) => r.boardId === pool)
+        return { board: (board?.distances ?? []).map(Number), pool: (shared?.distances ?? []).map(Number), posts: board?.posts ?? 0 }
       })
 
       const stale = Effect.fn("CalibrationRepo.stale")((model: Model, limit: number) =>

@@ -15,8 +15,6 @@ export interface Background {
   readonly posts: number
 }
 
-export const noBackground: Background = { board: [], pool: [], posts: 0 }
-
 /**
  * Boards of at most this many posts are searched exactly, every post
  * compared: a few milliseconds, and no approximate index to miss the nearest.
