@@ -1,12 +1,13 @@
 /**
- * Bundle sizes for browsers (issue 12): the thin typed client
- * (`@hearken/api/thin`, bundled alone by esbuild, minified, ESM) and the
- * whole widget (`packages/widget/dist/widget.js`, CSS included, as served).
- * gzip at level 9. `npm run bench` prints and records them; `node
+ * Bundle sizes for browsers: the thin typed client (`@hearken/api/thin`,
+ * bundled alone by esbuild, minified, ESM), the widget's first download
+ * (`packages/widget/dist/widget.js`, CSS and English included, as served),
+ * and each translation it imports when a visitor needs it
+ * (`dist/locales/TAG.js`). gzip at level 9. `npm run bench` prints and records them; `node
  * bench/sizes.ts` prints them alone. Both need `npm run build` first.
  */
 import { build } from "esbuild"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { gzipSync } from "node:zlib"
 
@@ -25,8 +26,13 @@ const measure = (name: string, code: Uint8Array, budgetGzipBytes: number): Bundl
   return { name, rawBytes: code.length, gzipBytes, budgetGzipBytes, met: gzipBytes <= budgetGzipBytes }
 }
 
-const readWidget = () => {
-  const file = join(root, "packages/widget/dist/widget.js")
+const widgetDist = join(root, "packages/widget/dist")
+
+/** Budgets, gzip: the thin client, the widget as a page first downloads it, and one language. */
+export const budgets = { thin: 3 * 1024, widget: 8 * 1024, locale: 1.5 * 1024 }
+
+const readWidget = (path: string) => {
+  const file = join(widgetDist, path)
   try {
     return readFileSync(file)
   } catch (error) {
@@ -46,8 +52,10 @@ export const bundleSizes = async (): Promise<ReadonlyArray<BundleSize>> => {
     logLevel: "silent"
   })
   return [
-    measure("thin client (@hearken/api/thin)", thin.outputFiles[0]!.contents, 3 * 1024),
-    measure("whole widget (widget.js, CSS included)", readWidget(), 20 * 1024)
+    measure("thin client (@hearken/api/thin)", thin.outputFiles[0]!.contents, budgets.thin),
+    measure("widget, first download (widget.js: CSS, English)", readWidget("widget.js"), budgets.widget),
+    ...readdirSync(join(widgetDist, "locales")).sort().map((file) =>
+      measure(`widget language, when used (locales/${file})`, readWidget(`locales/${file}`), budgets.locale))
   ]
 }
 

@@ -48,6 +48,13 @@ if ! command -v chromium >/dev/null 2>&1; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# Chinese and Japanese glyphs for the widget's screenshots (1.6 MB); without them they show as boxes.
+if [ ! -d /usr/share/fonts/truetype/wqy ]; then
+  log "installing fonts-wqy-microhei (CJK glyphs for the widget's screenshots)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null \
+    || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null; } \
+    || log "fonts-wqy-microhei not installed: CJK text in screenshots shows as boxes"
+fi
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
   log "starting PostgreSQL"

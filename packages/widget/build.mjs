@@ -1,11 +1,13 @@
 /**
  * Bundles the widget into one minified ES module, `dist/widget.js`, with its
- * CSS inlined as a string, and copies the demo page to `dist/index.html`.
+ * CSS and its English messages inlined, each other language into its own
+ * module, `dist/locales/TAG.js`, which the widget imports only when that
+ * language is used, and copies the demo page to `dist/index.html`.
  * `npm run build` runs it after `tsc -b` (which builds `@hearken/api/thin`,
  * the one dependency). `node packages/widget/build.mjs` or `build()`.
  */
 import { build as esbuild, transform } from "esbuild"
-import { copyFile, mkdir, readFile } from "node:fs/promises"
+import { copyFile, mkdir, readdir, readFile, rm } from "node:fs/promises"
 import { fileURLToPath } from "node:url"
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url))
@@ -22,16 +24,23 @@ const minifiedCss = {
 }
 
 export const build = async () => {
+  await rm(here("./dist/locales"), { recursive: true, force: true })
   await mkdir(here("./dist"), { recursive: true })
+  const locales = (await readdir(here("./src/locales"))).filter((file) => file.endsWith(".ts"))
   const result = await esbuild({
-    entryPoints: [here("./src/index.ts")],
-    outfile: here("./dist/widget.js"),
+    entryPoints: {
+      widget: here("./src/index.ts"),
+      ...Object.fromEntries(locales.map((file) => [`locales/${file.slice(0, -3)}`, here(`./src/locales/${file}`)]))
+    },
+    outdir: here("./dist"),
     bundle: true,
     format: "esm",
     platform: "browser",
     target: ["es2022", "chrome111", "firefox113", "safari16.4"],
     minify: true,
     legalComments: "none",
+    // Messages as they are, not as \u escapes: smaller, and the file is served as UTF-8.
+    charset: "utf8",
     plugins: [minifiedCss],
     metafile: true,
     logLevel: "warning"

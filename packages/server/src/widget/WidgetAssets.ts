@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { readdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import * as StaticAsset from "../http/StaticAsset.js"
 
@@ -17,29 +18,51 @@ const missing = HttpServerResponse.jsonUnsafe(
 )
 
 /**
- * `GET /widget/widget.js`, the embeddable widget (one ES module), and `GET
- * /widget/`, a demo page that embeds it for `org_demo`. Both files are read
+ * `GET /widget/widget.js`, the embeddable widget (one ES module), `GET
+ * /widget/locales/TAG.js`, its translations, which it imports when a visitor
+ * needs one, and `GET /widget/`, a demo page that embeds it for `org_demo`.
+ * The files are read
  * and compressed once, when the server starts (`http/StaticAsset.ts`); a
  * missing file answers a JSON 404.
  *
- * A page on any origin may load the module (`<script type="module">` fetches
- * it with CORS, so it carries `Access-Control-Allow-Origin: *`); the API calls
+ * A page on any origin may load the modules (`<script type="module">` and
+ * `import()` fetch them with CORS, so they carry `Access-Control-Allow-Origin: *`); the API calls
  * it then makes are what `DASHBOARD_ORIGIN`, `PUBLIC_URL` and `ROOT_DOMAIN`
  * allow or refuse. These routes are not part of the API, so the OpenAPI
  * document does not list them.
  */
-const asset = (body: Uint8Array | undefined, contentType: string, headers: Record<string, string> = {}) =>
+const asset = (
+  body: Uint8Array | undefined,
+  contentType: string,
+  headers: Record<string, string> = {}
+): Effect.Effect<Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>> =>
   body === undefined
-    ? Effect.succeed(missing)
+    ? Effect.succeed(Effect.succeed(missing))
     : Effect.map(StaticAsset.make(body, contentType, { "cache-control": cacheControl, ...headers }), StaticAsset.respond)
+
+/** The translations `build.mjs` made (`locales/de.js`, …): none if the widget is not built. */
+const localeFiles = (): ReadonlyArray<string> => {
+  try {
+    return readdirSync(`${widgetDist}locales`).filter((file) => /^[\w-]+\.js$/.test(file))
+  } catch {
+    return []
+  }
+}
+
+const javascript = "text/javascript; charset=utf-8"
+/** Modules any page may import. */
+const anyOrigin = { "access-control-allow-origin": "*" }
 
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const [script, page] = yield* Effect.all([
-    asset(read("widget.js"), "text/javascript; charset=utf-8", { "access-control-allow-origin": "*" }),
+    asset(read("widget.js"), javascript, anyOrigin),
     asset(read("index.html"), "text/html; charset=utf-8")
   ])
+  const locales = yield* Effect.forEach(localeFiles(), (file) =>
+    Effect.map(asset(read(`locales/${file}`), javascript, anyOrigin), (answer) => HttpRouter.add("GET", `/widget/locales/${file}`, answer)))
   return Layer.mergeAll(
     HttpRouter.add("GET", "/widget/widget.js", script),
+    ...locales,
     // The router ignores a trailing slash: this is `/widget` too (the page links the script by absolute path).
     HttpRouter.add("GET", "/widget/", page)
   )

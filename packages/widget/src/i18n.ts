@@ -1,0 +1,97 @@
+/**
+ * The widget's language: which one a visitor gets, loading its messages, and
+ * formatting them (plural forms, numbers, dates) in that locale.
+ */
+import { en, type Messages, type Plural } from "./messages.js"
+
+/** The translations shipped besides English, each built to `locales/TAG.js` next to `widget.js`. */
+export const shipped = ["de", "fr", "es", "pt", "it", "nl", "ja", "zh-Hans", "ar", "he"] as const
+export type Shipped = typeof shipped[number] | "en"
+
+/** Any message replaced by the host, in any language; a plural message may be a plain string. */
+export type MessageOverrides = { readonly [K in keyof Messages]?: Messages[K] | string }
+
+/** Languages written right to left. */
+const rtl = /^(ar|he|fa|ur|ps|sd|ug|yi|dv|ckb|syr)$/
+
+const localeOf = (tag: string | undefined): Intl.Locale | undefined => {
+  try {
+    return tag ? new Intl.Locale(tag) : undefined
+  } catch {
+    return undefined // not a BCP 47 tag
+  }
+}
+
+/** The shipped messages for a locale: by language, and for Chinese by script (Simplified only). */
+export const catalogOf = (locale: Intl.Locale): Shipped | undefined => {
+  const language = locale.language
+  if (language === "zh") return locale.maximize().script === "Hans" ? "zh-Hans" : undefined
+  return language === "en" || (shipped as ReadonlyArray<string>).includes(language) ? language as Shipped : undefined
+}
+
+export interface Language {
+  /** The visitor's locale, canonical (`de-CH`): for `lang`, dates, numbers and plurals. */
+  readonly tag: string
+  readonly catalog: Shipped
+  readonly dir: "ltr" | "rtl"
+}
+
+const language = (locale: Intl.Locale, catalog: Shipped): Language => ({
+  tag: locale.toString(),
+  catalog,
+  dir: rtl.test(locale.language) ? "rtl" : "ltr"
+})
+
+/**
+ * The host's `locale` if we ship its language; else, when the host gives
+ * `messages` for it, that locale over English; else English. Without a
+ * `locale`: the first of the page's `<html lang>` and the browser's
+ * languages that we ship, else English.
+ */
+export const resolve = (requested: string | undefined, overridden: boolean): Language => {
+  const candidates = requested === undefined ? [document.documentElement.lang, ...navigator.languages] : [requested]
+  for (const tag of candidates) {
+    const locale = localeOf(tag)
+    const catalog = locale && catalogOf(locale)
+    if (catalog) return language(locale, catalog)
+  }
+  const host = localeOf(requested)
+  return host && overridden ? language(host, "en") : language(new Intl.Locale("en"), "en")
+}
+
+/** The shipped messages, fetched when first used; English (inlined) if the file cannot be loaded. */
+export const load = async (catalog: Shipped): Promise<Messages | undefined> => {
+  if (catalog === "en") return en
+  try {
+    return (await import(new URL(`./locales/${catalog}.js`, import.meta.url).href)).default
+  } catch {
+    return undefined
+  }
+}
+
+const valid = (value: unknown) =>
+  typeof value === "string" || (typeof value === "object" && value !== null && typeof (value as Plural).other === "string")
+
+/** `catalog` with the host's overrides; anything that is not a message is ignored. */
+export const merge = (catalog: Messages, overrides: MessageOverrides | undefined): Messages => {
+  const messages: Record<string, unknown> = { ...catalog }
+  for (const [key, value] of Object.entries(overrides ?? {})) if (key in catalog && valid(value)) messages[key] = value
+  return messages as unknown as Messages
+}
+
+/** `t("thanks", { title })`, `t("similar", { count: 2 })`: the message with its `{values}`, in the plural form `count` or `seconds` needs. */
+export const translator = (messages: Messages, tag: string) => {
+  const plurals = new Intl.PluralRules(tag)
+  const numbers = new Intl.NumberFormat(tag)
+  return (key: keyof Messages, values: Record<string, string | number> = {}): string => {
+    const message: string | Plural = messages[key]
+    const n = values["count"] ?? values["seconds"]
+    const text = typeof message === "string" ? message
+      : message[plurals.select(typeof n === "number" ? n : 0)] ?? message.other
+    return text.replace(/\{(\w+)\}/g, (whole, name: string) => {
+      const value = values[name]
+      return value === undefined ? whole : typeof value === "number" ? numbers.format(value) : value
+    })
+  }
+}
+export type Translate = ReturnType<typeof translator>
