@@ -237,13 +237,27 @@ describe("the site's look", () => {
     expect(colours.background).toBe("rgb(253, 246, 227)")
     expect(colours.radius).toBe("2px")
     expect(colours.button).toBe("rgb(255, 212, 0)")
-    expect(colours.onButton).toBe("rgb(17, 17, 17)")
+    expect(colours.onButton).toBe("rgb(0, 0, 0)")
     // The selected tab's text: the accent darkened until it reads at 4.5:1 on the background.
     expect(colours.tab).not.toBe("rgb(255, 212, 0)")
     await draft("Dark theme please")
     const result = await audit(page)
     expect(result.widget.violations).toEqual([])
     await shot("accent")
+
+    // A dark blue on the dark theme: white text on it, and lightened where it is text.
+    await open({ init: `{ accent: "#1e3a8a", theme: "dark" }` })
+    const dark = await widget().evaluate((el) => ({
+      button: getComputedStyle(el.querySelector("button[type=submit]")!).backgroundColor,
+      onButton: getComputedStyle(el.querySelector("button[type=submit]")!).color,
+      tab: getComputedStyle(el.querySelector("[role=tab][aria-selected=true]")!).color
+    }))
+    expect(dark.button).toBe("rgb(30, 58, 138)")
+    expect(dark.onButton).toBe("rgb(255, 255, 255)")
+    expect(dark.tab).not.toBe("rgb(30, 58, 138)")
+    await draft("Dark theme please")
+    expect((await audit(page)).widget.violations).toEqual([])
+    await shot("accent-dark")
   })
 
   const locales = ["en", "de", "ja", "ar"] as const

@@ -37,16 +37,16 @@ const contrast = (a: Rgb, b: Rgb) => {
 
 const css = (rgb: Rgb) => `rgb(${rgb.join(" ")})`
 const white: Rgb = [255, 255, 255]
-const black: Rgb = [17, 17, 17]
+const black: Rgb = [0, 0, 0]
 
 /** `accent` as text on `background`: itself if it reads at 4.5:1, else mixed towards black or white until it does. */
 const readable = (accent: Rgb, background: Rgb): Rgb => {
-  const toward = luminance(background) > 0.18 ? [0, 0, 0] : [255, 255, 255]
+  const toward = luminance(background) > 0.18 ? black : white
   for (let t = 0; t < 1; t += 0.05) {
     const mixed = accent.map((v, i) => Math.round(v + (toward[i]! - v) * t)) as unknown as Rgb
     if (contrast(mixed, background) >= 4.5) return mixed
   }
-  return toward as unknown as Rgb
+  return toward
 }
 
 /**
