@@ -78,7 +78,8 @@
  * of each and their ratio.
  *
  * Load mode (and `--smoke`) first prints and records the gzip sizes of the
- * thin client and the whole widget (`sizes.ts`; `npm run build` makes them).
+ * thin client, the widget's first download and each of its languages
+ * (`sizes.ts`; `npm run build` makes them).
  *
  * Results go to BENCH_RESULTS (default bench/results.json; results-growth.json
  * and results-soak.json for the other modes) and a Markdown table to stdout.
