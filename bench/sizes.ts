@@ -2,8 +2,9 @@
  * Bundle sizes for browsers: the thin typed client (`@hearken/api/thin`,
  * bundled alone by esbuild, minified, ESM), the widget's first download
  * (`packages/widget/dist/widget.js`, CSS and English included, as served),
- * and each translation it imports when a visitor needs it
- * (`dist/locales/TAG.js`). gzip at level 9. `npm run bench` prints and records them; `node
+ * and the modules it imports only when used: the accent's contrast code
+ * (`dist/accent.js`) and each translation (`dist/locales/TAG.js`). gzip at
+ * level 9. `npm run bench` prints and records them; `node
  * bench/sizes.ts` prints them alone. Both need `npm run build` first.
  */
 import { build } from "esbuild"
@@ -28,8 +29,8 @@ const measure = (name: string, code: Uint8Array, budgetGzipBytes: number): Bundl
 
 const widgetDist = join(root, "packages/widget/dist")
 
-/** Budgets, gzip: the thin client, the widget as a page first downloads it, and one language. */
-export const budgets = { thin: 3 * 1024, widget: 8 * 1024, locale: 1.5 * 1024 }
+/** Budgets, gzip: the thin client, the widget as a page first downloads it, the accent's code, and one language. */
+export const budgets = { thin: 3 * 1024, widget: 8 * 1024, accent: 1024, locale: 1.5 * 1024 }
 
 const readWidget = (path: string) => {
   const file = join(widgetDist, path)
@@ -54,6 +55,7 @@ export const bundleSizes = async (): Promise<ReadonlyArray<BundleSize>> => {
   return [
     measure("thin client (@hearken/api/thin)", thin.outputFiles[0]!.contents, budgets.thin),
     measure("widget, first download (widget.js: CSS, English)", readWidget("widget.js"), budgets.widget),
+    measure("widget accent, when given (accent.js)", readWidget("accent.js"), budgets.accent),
     ...readdirSync(join(widgetDist, "locales")).sort().map((file) =>
       measure(`widget language, when used (locales/${file})`, readWidget(`locales/${file}`), budgets.locale))
   ]

@@ -99,7 +99,8 @@ describe("the visitor's language", () => {
     expect(await tabNames()).toEqual([de.tabPost, de.tabUpdates])
     expect(await widget().getAttribute("lang")).toBe("de")
     expect(await widget().getAttribute("dir")).toBe("ltr")
-    expect(localeFiles()).toEqual(["/widget/locales/de.js"])
+    // The first download and German; nothing else (no accent given).
+    expect(assets.map((r) => new URL(r.url()).pathname)).toEqual(["/widget/widget.js", "/widget/locales/de.js"])
     expect((await assets.find((r) => r.url().endsWith("/locales/de.js"))!.response())!.status()).toBe(200)
     expect(await page.getByRole("button", { name: de.submit }).count()).toBe(1)
 
@@ -234,6 +235,8 @@ describe("the site's look", () => {
       const tab = getComputedStyle(el.querySelector("[role=tab][aria-selected=true]")!)
       return { background: getComputedStyle(el).backgroundColor, radius: getComputedStyle(el).borderTopLeftRadius, button: submit.backgroundColor, onButton: submit.color, tab: tab.color }
     })
+    // Its code came in its own module.
+    expect(assets.map((r) => new URL(r.url()).pathname)).toEqual(["/widget/widget.js", "/widget/accent.js"])
     expect(colours.background).toBe("rgb(253, 246, 227)")
     expect(colours.radius).toBe("2px")
     expect(colours.button).toBe("rgb(255, 212, 0)")
@@ -391,14 +394,18 @@ describe("events for the host page", () => {
   })
 })
 
-describe("GET /widget/locales/TAG.js", () => {
-  it("serves each language as a module any page may import, cached like widget.js; an unknown one is a JSON 404", async () => {
+describe("GET /widget/locales/TAG.js and /widget/accent.js", () => {
+  it("serves each as a module any page may import, cached like widget.js; an unknown one is a JSON 404", async () => {
     const res = await fetch(`${api.origin}/widget/locales/de.js`, { headers: { origin: "https://elsewhere.example", "accept-encoding": "gzip" } })
     expect(res.status).toBe(200)
     expect(res.headers.get("content-type")).toBe("text/javascript; charset=utf-8")
     expect(res.headers.get("cache-control")).toBe("public, max-age=300")
     expect(res.headers.get("access-control-allow-origin")).toBe("*")
     expect(await res.text()).toBe(readFileSync(join(root, "packages/widget/dist/locales/de.js"), "utf8"))
+    const accent = await fetch(`${api.origin}/widget/accent.js`)
+    expect([accent.status, accent.headers.get("content-type"), accent.headers.get("access-control-allow-origin")])
+      .toEqual([200, "text/javascript; charset=utf-8", "*"])
+    expect(await accent.text()).toBe(readFileSync(join(root, "packages/widget/dist/accent.js"), "utf8"))
     const missing = await fetch(`${api.origin}/widget/locales/xx.js`)
     expect(missing.status).toBe(404)
     expect((await missing.json())._tag).toBe("NotFoundError")

@@ -377,11 +377,12 @@ describe("GET /widget/widget.js", () => {
     expect(Object.keys(doc.paths).filter((path) => path.startsWith("/widget"))).toEqual([])
   })
 
-  it("stays within budget: the thin client ≤ 3 KB gzip, the first download ≤ 8 KB, each language ≤ 1.5 KB", async () => {
+  it("stays within budget: the thin client ≤ 3 KB gzip, the first download ≤ 8 KB, the accent ≤ 1 KB, each language ≤ 1.5 KB", async () => {
     const sizes = await bundleSizes()
     expect(sizes.map((s) => [s.name, s.budgetGzipBytes, s.met])).toEqual([
       ["thin client (@hearken/api/thin)", 3 * 1024, true],
       ["widget, first download (widget.js: CSS, English)", 8 * 1024, true],
+      ["widget accent, when given (accent.js)", 1024, true],
       ...["ar", "de", "es", "fr", "he", "it", "ja", "nl", "pt", "zh-Hans"].map((tag) =>
         [`widget language, when used (locales/${tag}.js)`, 1.5 * 1024, true])
     ])

@@ -1,8 +1,9 @@
 /**
  * Bundles the widget into one minified ES module, `dist/widget.js`, with its
- * CSS and its English messages inlined, each other language into its own
- * module, `dist/locales/TAG.js`, which the widget imports only when that
- * language is used, and copies the demo page to `dist/index.html`.
+ * CSS and its English messages inlined; each other language into its own
+ * module, `dist/locales/TAG.js`, and the accent's contrast code into
+ * `dist/accent.js`, which the widget imports only when they are used; and
+ * copies the demo page to `dist/index.html`.
  * `npm run build` runs it after `tsc -b` (which builds `@hearken/api/thin`,
  * the one dependency). `node packages/widget/build.mjs` or `build()`.
  */
@@ -30,6 +31,7 @@ export const build = async () => {
   const result = await esbuild({
     entryPoints: {
       widget: here("./src/index.ts"),
+      accent: here("./src/accent.ts"),
       ...Object.fromEntries(locales.map((file) => [`locales/${file.slice(0, -3)}`, here(`./src/locales/${file}`)]))
     },
     outdir: here("./dist"),

@@ -3,6 +3,7 @@
  * formatting them (plural forms, numbers, dates) in that locale.
  */
 import { en, type Messages, type Plural } from "./messages.js"
+import { importSibling } from "./sibling.js"
 
 /** The translations shipped besides English, each built to `locales/TAG.js` next to `widget.js`. */
 export const shipped = ["de", "fr", "es", "pt", "it", "nl", "ja", "zh-Hans", "ar", "he"] as const
@@ -59,15 +60,9 @@ export const resolve = (requested: string | undefined, overridden: boolean): Lan
   return host && overridden ? language(host, "en") : language(new Intl.Locale("en"), "en")
 }
 
-/** The shipped messages, fetched when first used; English (inlined) if the file cannot be loaded. */
-export const load = async (catalog: Shipped): Promise<Messages | undefined> => {
-  if (catalog === "en") return en
-  try {
-    return (await import(new URL(`./locales/${catalog}.js`, import.meta.url).href)).default
-  } catch {
-    return undefined
-  }
-}
+/** The shipped messages, fetched when first used; undefined if the file cannot be loaded. */
+export const load = async (catalog: Shipped): Promise<Messages | undefined> =>
+  catalog === "en" ? en : (await importSibling<{ readonly default: Messages }>(`locales/${catalog}.js`))?.default
 
 const valid = (value: unknown) =>
   typeof value === "string" || (typeof value === "object" && value !== null && typeof (value as Plural).other === "string")

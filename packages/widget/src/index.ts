@@ -16,6 +16,7 @@ import { makeThinClient, type ClientError, type EndpointId, type Success, type T
 import { load, merge, resolve, translator, type MessageOverrides } from "./i18n.js"
 import { en } from "./messages.js"
 import { SuggestionScheduler } from "./scheduler.js"
+import { importSibling } from "./sibling.js"
 import css from "./styles.css"
 import { applyTheme, type Theme } from "./theme.js"
 
@@ -157,11 +158,15 @@ const init = (options: InitOptions): WidgetHandle => {
   let scheduler: SuggestionScheduler | undefined
 
   const mount = async () => {
-    let catalog = await load(language.catalog)
-    if (catalog === undefined) { // the file could not be loaded: English
-      language = resolve("en", false)
-      catalog = en
-    }
+    // The accent's contrast code, like a language, is fetched only when used.
+    const accent = options.accent
+    const [loaded, paintAccent] = await Promise.all([
+      load(language.catalog),
+      accent === undefined ? undefined
+        : importSibling<typeof import("./accent.js")>("accent.js").then((module) => module?.accentPainter(accent))
+    ])
+    if (loaded === undefined) language = resolve("en", false) // the file could not be loaded: English
+    const catalog = loaded ?? en
     if (destroyed) return
     const t = translator(merge(catalog, options.messages), language.tag)
 
@@ -246,7 +251,7 @@ const init = (options: InitOptions): WidgetHandle => {
       tablist, alert, postPanel, updatesPanel)
     root.append(h("style", {}, css), widget)
     const theme = options.theme === "dark" || options.theme === "auto" ? options.theme : "light"
-    stopTheme = applyTheme(widget, theme, options.accent)
+    stopTheme = applyTheme(widget, theme, paintAccent)
 
     const showAlert = (message: string) => {
       alert.textContent = message

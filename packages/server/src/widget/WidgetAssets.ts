@@ -18,16 +18,16 @@ const missing = HttpServerResponse.jsonUnsafe(
 )
 
 /**
- * `GET /widget/widget.js`, the embeddable widget (one ES module), `GET
- * /widget/locales/TAG.js`, its translations, which it imports when a visitor
- * needs one, and `GET /widget/`, a demo page that embeds it for `org_demo`.
- * The files are read
+ * `GET /widget/widget.js`, the embeddable widget (one ES module); `GET
+ * /widget/locales/TAG.js` and `GET /widget/accent.js`, the modules it imports
+ * when a visitor needs a language or the host gives an accent; and `GET
+ * /widget/`, a demo page that embeds it for `org_demo`. The files are read
  * and compressed once, when the server starts (`http/StaticAsset.ts`); a
  * missing file answers a JSON 404.
  *
  * A page on any origin may load the modules (`<script type="module">` and
- * `import()` fetch them with CORS, so they carry `Access-Control-Allow-Origin: *`); the API calls
- * it then makes are what `DASHBOARD_ORIGIN`, `PUBLIC_URL` and `ROOT_DOMAIN`
+ * `import()` fetch them with CORS, so they carry `Access-Control-Allow-Origin:
+ * *`); the API calls it then makes are what `DASHBOARD_ORIGIN`, `PUBLIC_URL` and `ROOT_DOMAIN`
  * allow or refuse. These routes are not part of the API, so the OpenAPI
  * document does not list them.
  */
@@ -40,10 +40,11 @@ const asset = (
     ? Effect.succeed(Effect.succeed(missing))
     : Effect.map(StaticAsset.make(body, contentType, { "cache-control": cacheControl, ...headers }), StaticAsset.respond)
 
-/** The translations `build.mjs` made (`locales/de.js`, …): none if the widget is not built. */
-const localeFiles = (): ReadonlyArray<string> => {
+/** The modules `build.mjs` made besides `widget.js`: `accent.js` and `locales/TAG.js`; none if the widget is not built. */
+const siblingModules = (): ReadonlyArray<string> => {
   try {
-    return readdirSync(`${widgetDist}locales`).filter((file) => /^[\w-]+\.js$/.test(file))
+    const locales = readdirSync(`${widgetDist}locales`).filter((file) => /^[\w-]+\.js$/.test(file))
+    return ["accent.js", ...locales.map((file) => `locales/${file}`)]
   } catch {
     return []
   }
@@ -58,11 +59,11 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
     asset(read("widget.js"), javascript, anyOrigin),
     asset(read("index.html"), "text/html; charset=utf-8")
   ])
-  const locales = yield* Effect.forEach(localeFiles(), (file) =>
-    Effect.map(asset(read(`locales/${file}`), javascript, anyOrigin), (answer) => HttpRouter.add("GET", `/widget/locales/${file}`, answer)))
+  const siblings = yield* Effect.forEach(siblingModules(), (file) =>
+    Effect.map(asset(read(file), javascript, anyOrigin), (answer) => HttpRouter.add("GET", `/widget/${file}`, answer)))
   return Layer.mergeAll(
     HttpRouter.add("GET", "/widget/widget.js", script),
-    ...locales,
+    ...siblings,
     // The router ignores a trailing slash: this is `/widget` too (the page links the script by absolute path).
     HttpRouter.add("GET", "/widget/", page)
   )
