@@ -17,6 +17,7 @@ import de from "../packages/widget/src/locales/de.ts"
 import ja from "../packages/widget/src/locales/ja.ts"
 import { en, type Messages } from "../packages/widget/src/messages.ts"
 import { launchChromium } from "./support/browser.js"
+import { faultyProxy, type FaultyProxy } from "./support/proxy.js"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
 import { audit, hostPageServer } from "./support/widget.js"
 
@@ -63,8 +64,8 @@ afterEach(async () => {
   await page.context().close()
 })
 
-/** Opens the host page with `<html lang>` (none when ""), more init options (JavaScript source) and host CSS. */
-const open = async (options: { lang?: string; init?: string; style?: string } = {}) => {
+/** Opens the host page with `<html lang>` (none when ""), more init options (JavaScript source), host CSS, and the widget from `api`. */
+const open = async (options: { lang?: string; init?: string; style?: string; api?: string } = {}) => {
   const params = new URLSearchParams()
   for (const [name, value] of Object.entries(options)) params.set(name, value)
   assets = []
@@ -90,6 +91,16 @@ const suggestionsFor = async (title: string) =>
     .body as Array<{ id: string; slug: string; title: string }>
 
 const tabNames = () => page.getByRole("tab").allTextContents()
+
+/** WCAG 2 contrast of two `rgb(r, g, b)` colours. */
+const contrastOf = (a: string, b: string) => {
+  const luminance = (color: string) => {
+    const [r, g, bl] = color.match(/\d+/g)!.map((v) => (Number(v) / 255) <= 0.04045 ? Number(v) / 255 / 12.92 : ((Number(v) / 255 + 0.055) / 1.055) ** 2.4)
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * bl!
+  }
+  const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p)
+  return (x! + 0.05) / (y! + 0.05)
+}
 
 const backgroundOf = () => widget().evaluate((el) => getComputedStyle(el).backgroundColor)
 
@@ -138,6 +149,13 @@ describe("the visitor's language", () => {
     await open({ lang: "zh-CN" })
     expect(await widget().getAttribute("lang")).toBe("zh-CN")
     expect(localeFiles()).toEqual(["/widget/locales/zh-Hans.js"])
+  })
+
+  it("is detected when `locale` is empty or null, as when it is absent", async () => {
+    for (const locale of [`""`, "null", `"  "`]) {
+      await open({ lang: "de", init: `{ locale: ${locale} }` })
+      expect(await tabNames(), locale).toEqual([de.tabPost, de.tabUpdates])
+    }
   })
 
   it("is the host's `locale` over <html lang>, and a regional tag keeps its region for dates", async () => {
@@ -192,13 +210,51 @@ describe("the visitor's language", () => {
     await draft("Dark theme please")
     expect(await widget().locator(".similar h3").textContent()).toBe("Schon gefragt:")
 
-    await open({ lang: "en", init: `{ locale: "pl", messages: { tabPost: "Przekaż opinię", similar: { one: "{count} podobny", few: "{count} podobne", many: "{count} podobnych", other: "{count} podobnego" } } }` })
+    await open({ lang: "en", init: `{ locale: "pl", messages: { tabPost: "Przekaż opinię", fieldInvalid: "Sprawdź to pole.", similar: { one: "{count} podobny", few: "{count} podobne", many: "{count} podobnych", other: "{count} podobnego" } } }` })
     expect(await widget().getAttribute("lang")).toBe("pl")
     expect(localeFiles()).toEqual([])
     expect(await tabNames()).toEqual(["Przekaż opinię", en.tabUpdates])
     await draft("Dark theme please")
     const count = (await suggestionsFor("Dark theme please")).length
     expect(await widget().locator(".similar h3").textContent()).toBe(`${count} podobne`)
+    // The server's English field message is not shown in a Polish widget: the host's own is.
+    await widget().locator("input[name=title]").fill("\u200b\u200b\u200b")
+    await widget().locator("button[type=submit]").click()
+    await expect.poll(() => widget().locator("[id$=-title-error]").textContent()).toBe("Sprawdź to pole.")
+
+    // A plural with a form that is not a string is not a message.
+    await open({ lang: "de", init: `{ messages: { similar: { one: 1, other: "x" } } }` })
+    await draft("Dark theme please")
+    expect(await widget().locator(".similar h3").textContent()).toBe(de.similar.other.replace("{count}", String(count)))
+  })
+
+  it("a language file that fails, never comes, or lacks a message: English where it must, and the widget renders", async () => {
+    const proxy = await faultyProxy(api.origin)
+    try {
+      const german = readFileSync(join(root, "packages/widget/dist/locales/de.js"), "utf8")
+      const withoutTitle = german.replace(/title:"[^"]*",/, "")
+      expect(withoutTitle).not.toBe(german)
+      const files: Record<string, (res: import("node:http").ServerResponse) => void> = {
+        "/widget/locales/fr.js": (res) => void res.writeHead(404).end(),
+        "/widget/locales/it.js": () => {}, // never answers
+        "/widget/locales/de.js": (res) =>
+          void res.writeHead(200, { "content-type": "text/javascript", "access-control-allow-origin": "*" }).end(withoutTitle)
+      }
+      proxy.override((request) => (request.url ?? "") in files, (request, response) => files[request.url!]!(response))
+      const started = Date.now()
+      for (const lang of ["fr", "it"]) {
+        await open({ lang, init: `{}`, api: proxy.origin })
+        expect(await tabNames(), lang).toEqual([en.tabPost, en.tabUpdates])
+        expect(await widget().getAttribute("lang")).toBe("en")
+      }
+      // The stalled file was given up after 3 s.
+      expect(Date.now() - started).toBeLessThan(8_000)
+      await open({ lang: "de", api: proxy.origin })
+      expect(await tabNames()).toEqual([de.tabPost, de.tabUpdates])
+      expect(await widget().locator("label[for$=-title]").textContent()).toBe(en.title)
+    } finally {
+      await proxy.close()
+    }
   })
 })
 
@@ -243,6 +299,8 @@ describe("the site's look", () => {
     expect(colours.onButton).toBe("rgb(0, 0, 0)")
     // The selected tab's text: the accent darkened until it reads at 4.5:1 on the background.
     expect(colours.tab).not.toBe("rgb(255, 212, 0)")
+    expect(contrastOf(colours.tab, colours.background)).toBeGreaterThanOrEqual(4.5)
+    expect(contrastOf(colours.tab, colours.background)).toBeLessThan(6) // darkened only as far as needed
     await draft("Dark theme please")
     const result = await audit(page)
     expect(result.widget.violations).toEqual([])
@@ -258,9 +316,16 @@ describe("the site's look", () => {
     expect(dark.button).toBe("rgb(30, 58, 138)")
     expect(dark.onButton).toBe("rgb(255, 255, 255)")
     expect(dark.tab).not.toBe("rgb(30, 58, 138)")
+    expect(contrastOf(dark.tab, "rgb(22, 24, 31)")).toBeGreaterThanOrEqual(4.5)
     await draft("Dark theme please")
     expect((await audit(page)).widget.violations).toEqual([])
     await shot("accent-dark")
+
+    // What the canvas cannot resolve alone, or cannot show, is no accent: the defaults stay.
+    for (const accent of ["var(--brand)", "transparent", "currentColor", "not a colour"]) {
+      await open({ init: `{ accent: ${JSON.stringify(accent)} }`, style: "#hearken { --brand: #0f766e }" })
+      expect(await widget().locator("button[type=submit]").evaluate((el) => getComputedStyle(el).backgroundColor), accent).toBe("rgb(67, 56, 202)")
+    }
   })
 
   // Every language in light and dark; auto (seen dark) in the four the issue names.
@@ -280,6 +345,7 @@ describe("the site's look", () => {
       await page.getByRole("tab").nth(1).click()
       await widget().locator(".updates h2").first().waitFor()
       const changelog = await audit(page)
+      if (theme !== "auto" && ["de", "ar"].includes(lang)) await shot(`${lang}-${theme}-changelog`)
       for (const result of [form, changelog]) {
         expect(result.widget.passed, `${lang} ${theme}`).toBeGreaterThan(10)
         expect(result.widget.violations, `${lang} ${theme}`).toEqual([])
@@ -316,7 +382,11 @@ describe("suggestions as links to posts (`postUrl`)", () => {
       [`"javascript:alert({id})"`, undefined],
       [`"mailto:help@example.com?subject={slug}"`, undefined],
       [`() => { throw new Error("host bug") }`, undefined],
-      [`() => undefined`, undefined]
+      [`() => undefined`, undefined],
+      [`() => null`, undefined],
+      [`() => ""`, undefined],
+      [`() => false`, undefined],
+      [`"https://feedback.example.com/p/{id}/{slug}"`, "https://feedback.example.com/p/p_demo_dark_mode/dark-mode"]
     ]
     for (const [postUrl, expected] of cases) {
       await open({ init: `{ postUrl: ${postUrl} }` })
@@ -374,6 +444,60 @@ describe("events for the host page", () => {
     expect(JSON.stringify(seen.slice(0, 2))).not.toContain("reports")
     expect(JSON.stringify(seen)).not.toMatch(/eyes/i)
     expect(await page.getByRole("status").filter({ hasText: title }).textContent()).toBe(de.thanks.replace("{title}", title))
+  })
+
+  describe("with suggestions answered 1.5 s late", () => {
+    let proxy: FaultyProxy
+    beforeEach(async () => {
+      proxy = await faultyProxy(api.origin)
+      proxy.override((request) => request.method === "POST" && request.url === "/api/widget/v1/suggestions",
+        (_request, _response, forward) => void setTimeout(forward, 1_500))
+    })
+    afterEach(() => proxy.close())
+
+    it("destroy() while a suggestion is in flight: no event after it, and no request", async () => {
+      await page.clock.install()
+      await open({ api: proxy.origin })
+      await page.getByRole("radio").first().check()
+      await widget().locator("input[name=title]").fill("Dark theme please")
+      await expect.poll(() => proxy.requests.filter((r) => r === "POST /api/widget/v1/suggestions").length, { timeout: 5_000 }).toBe(1)
+      await page.evaluate(() => (window as any).hearken.destroy())
+      expect(await page.locator("#hearken .hk").count()).toBe(0)
+      await page.waitForTimeout(2_000) // the answer arrives
+      await page.clock.fastForward(30_000) // past the scheduler's 12 s
+      await page.waitForTimeout(300)
+      expect(proxy.requests.filter((r) => r === "POST /api/widget/v1/suggestions")).toHaveLength(1)
+      expect((await events()).map((e) => e.type)).toEqual(["hearken:ready"])
+    })
+
+    it("a post sent while its suggestions are in flight: their late answer is not shown on the next, empty form", async () => {
+      const title = `Late suggestions ${Date.now()}`
+      await open({ api: proxy.origin })
+      await page.getByRole("radio").first().check()
+      await widget().locator("input[name=title]").fill(title)
+      await expect.poll(() => proxy.requests.filter((r) => r === "POST /api/widget/v1/suggestions").length, { timeout: 5_000 }).toBe(1)
+      await page.getByRole("button", { name: en.submit }).click()
+      await expect.poll(() => page.getByRole("status").filter({ hasText: title }).count()).toBe(1)
+      await page.waitForTimeout(2_000) // the answer arrives
+      await page.getByRole("button", { name: en.sendMore }).click()
+      expect(await widget().locator(".similar").textContent()).toBe("")
+      expect((await events()).map((e) => e.type)).toEqual(["hearken:ready", "hearken:submitted"])
+    })
+  })
+
+  it("init on a target that has a widget replaces it: one widget, one set of events", async () => {
+    await open()
+    await page.evaluate(() => {
+      const again = (window as any).HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })
+      ;(window as any).HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })
+      return again
+    })
+    await page.waitForTimeout(500)
+    expect(await page.locator("#hearken .hk").count()).toBe(1)
+    // The page's own widget was replaced: its handle is a no-op now, and it sent nothing more.
+    await page.evaluate(() => (window as any).hearken.destroy())
+    expect(await page.locator("#hearken .hk").count()).toBe(1)
+    expect(await page.getByRole("radio").count()).toBe(2)
   })
 
   it("a failed call: hearken:error with its _tag and operation, and a host listener that throws breaks nothing", async () => {

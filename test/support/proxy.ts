@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest, type IncomingMessage } from "node:http"
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http"
 import { listenOnLoopback } from "./net.js"
 
 export interface FaultyProxy {
@@ -10,6 +10,17 @@ export interface FaultyProxy {
    * byte: the server did the work, the browser saw a network error.
    */
   readonly dropNextAnswer: (matches: (request: IncomingMessage) => boolean) => void
+  /**
+   * From now on, requests `matches` accepts are answered by `handler`
+   * instead: it may answer itself, never answer, or `forward` the request
+   * to the target (at once or later).
+   */
+  readonly override: (
+    matches: (request: IncomingMessage) => boolean,
+    handler: (request: IncomingMessage, response: ServerResponse, forward: () => void) => void
+  ) => void
+  /** Every request received, in order: `POST /api/…`. */
+  readonly requests: ReadonlyArray<string>
   /** The statuses the target answered to the requests whose answers were dropped. */
   readonly dropped: ReadonlyArray<number>
   readonly close: () => Promise<void>
@@ -24,7 +35,15 @@ export interface FaultyProxy {
 export const faultyProxy = async (target: string): Promise<FaultyProxy> => {
   let drop: ((request: IncomingMessage) => boolean) | undefined
   const dropped: Array<number> = []
+  const overrides: Array<{ matches: (request: IncomingMessage) => boolean; handler: Parameters<FaultyProxy["override"]>[1] }> = []
+  const requests: Array<string> = []
   const server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`)
+    const override = overrides.find((o) => o.matches(req))
+    if (override === undefined) return forward(req, res)
+    override.handler(req, res, () => forward(req, res))
+  })
+  const forward = (req: IncomingMessage, res: ServerResponse) => {
     const armed = drop?.(req) === true
     if (armed) drop = undefined
     const upstream = httpRequest(new URL(req.url ?? "/", target), { method: req.method, headers: req.headers }, (answer) => {
@@ -42,12 +61,14 @@ export const faultyProxy = async (target: string): Promise<FaultyProxy> => {
     })
     upstream.on("error", () => res.destroy())
     req.pipe(upstream)
-  })
+  }
   const port = await listenOnLoopback(server)
   return {
     origin: `http://127.0.0.1:${port}`,
     dropNextAnswer: (matches) => void (drop = matches),
+    override: (matches, handler) => void overrides.push({ matches, handler }),
     dropped,
+    requests,
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve())

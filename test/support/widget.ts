@@ -29,7 +29,8 @@ export interface HostPage {
 /**
  * The page: host styles that must not reach the widget, and the two pasted
  * lines. It records the events dispatched on the host element in
- * `window.dispatched` and those passed to `onEvent` in `window.received`.
+ * `window.dispatched` and those passed to `onEvent` in `window.received`, and
+ * keeps what `init` returned in `window.hearken`.
  */
 export const hostPage = (page: HostPage) => `<!doctype html>
 <html${page.lang === "" ? "" : ` lang="${page.lang ?? "en"}"`}><head><meta charset="utf-8"><title>Host page</title>
@@ -43,7 +44,7 @@ window.received = []
 for (const type of ${JSON.stringify(eventTypes)}) {
   document.querySelector("#hearken").addEventListener(type, (event) => window.dispatched.push({ type: event.type, detail: event.detail }))
 }
-import { HearkenWidget } from "${page.api}/widget/widget.js"; HearkenWidget.init({ organizationId: "org_demo", target: "#hearken"${page.token === undefined ? "" : `, token: ${JSON.stringify(page.token)}`}, onEvent: (event) => window.received.push(event), ...(${page.init ?? "{}"}) })
+import { HearkenWidget } from "${page.api}/widget/widget.js"; window.hearken = HearkenWidget.init({ organizationId: "org_demo", target: "#hearken"${page.token === undefined ? "" : `, token: ${JSON.stringify(page.token)}`}, onEvent: (event) => window.received.push(event), ...(${page.init ?? "{}"}) })
 </script>
 </main></body></html>`
 

@@ -8,15 +8,25 @@ type Rgb = readonly [number, number, number]
 
 let context: CanvasRenderingContext2D | null | undefined
 
-/** Any CSS colour as sRGB (the canvas parses it), or undefined if it is not a colour. */
+/**
+ * A CSS colour as sRGB, parsed by the canvas; undefined if it is not one the
+ * canvas can resolve on its own (`var(…)`, `currentColor`) or is transparent.
+ * Alpha is otherwise ignored.
+ */
 const rgbOf = (color: string): Rgb | undefined => {
   context ??= document.createElement("canvas").getContext("2d", { willReadFrequently: true })
-  if (!context || !CSS.supports("color", color)) return undefined
+  if (!context || /currentcolor/i.test(color)) return undefined
+  // A value the canvas cannot parse leaves `fillStyle` as it was: from two starting points, it differs.
+  const parsed = ["#000", "#fff"].map((start) => {
+    context!.fillStyle = start
+    context!.fillStyle = color
+    return context!.fillStyle
+  })
+  if (parsed[0] !== parsed[1]) return undefined
   context.clearRect(0, 0, 1, 1)
-  context.fillStyle = color
   context.fillRect(0, 0, 1, 1)
-  const [r, g, b] = context.getImageData(0, 0, 1, 1).data
-  return [r!, g!, b!]
+  const [r, g, b, a] = context.getImageData(0, 0, 1, 1).data
+  return a === 0 ? undefined : [r!, g!, b!]
 }
 
 /** WCAG 2 relative luminance. */
@@ -55,6 +65,7 @@ export const accentPainter = (accent: string): ((root: HTMLElement) => void) | u
     root.style.setProperty("--hearken-accent", css(rgb))
     root.style.setProperty("--hearken-on-accent", css(contrast(rgb, white) >= contrast(rgb, black) ? white : black))
     root.style.removeProperty("--hearken-accent-text")
+    // A transparent background (the host's `--hearken-background`) cannot be measured: the accent is then text as it is.
     const background = rgbOf(getComputedStyle(root).backgroundColor)
     if (background) root.style.setProperty("--hearken-accent-text", css(readable(rgb, background)))
   }

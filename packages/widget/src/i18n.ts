@@ -49,7 +49,9 @@ const language = (locale: Intl.Locale, catalog: Shipped): Language => ({
  * `locale`: the first of the page's `<html lang>` and the browser's
  * languages that we ship, else English.
  */
-export const resolve = (requested: string | undefined, overridden: boolean): Language => {
+export const resolve = (locale: string | undefined, overridden: boolean): Language => {
+  // An empty or absent `locale` (a CMS field left blank) means "not given".
+  const requested = typeof locale === "string" && locale.trim() !== "" ? locale.trim() : undefined
   const candidates = requested === undefined ? [document.documentElement.lang, ...navigator.languages] : [requested]
   for (const tag of candidates) {
     const locale = localeOf(tag)
@@ -64,13 +66,19 @@ export const resolve = (requested: string | undefined, overridden: boolean): Lan
 export const load = async (catalog: Shipped): Promise<Messages | undefined> =>
   catalog === "en" ? en : (await importSibling<{ readonly default: Messages }>(`locales/${catalog}.js`))?.default
 
+/** A string, or plural forms that are all strings, `other` among them. */
 const valid = (value: unknown) =>
-  typeof value === "string" || (typeof value === "object" && value !== null && typeof (value as Plural).other === "string")
+  typeof value === "string" || (typeof value === "object" && value !== null && typeof (value as Plural).other === "string" &&
+    Object.values(value).every((form) => typeof form === "string"))
 
-/** `catalog` with the host's overrides; anything that is not a message is ignored. */
-export const merge = (catalog: Messages, overrides: MessageOverrides | undefined): Messages => {
-  const messages: Record<string, unknown> = { ...catalog }
-  for (const [key, value] of Object.entries(overrides ?? {})) if (key in catalog && valid(value)) messages[key] = value
+/**
+ * `base` with `overrides` over it, key by key; anything that is not one of
+ * its messages is ignored. Used for a language file over English (a file from
+ * another deploy may lack a key) and for the host's `messages` over that.
+ */
+export const merge = (base: Messages, overrides: MessageOverrides | undefined): Messages => {
+  const messages: Record<string, unknown> = { ...base }
+  for (const [key, value] of Object.entries(overrides ?? {})) if (Object.hasOwn(base, key) && valid(value)) messages[key] = value
   return messages as unknown as Messages
 }
 

@@ -77,6 +77,8 @@ export interface WidgetHandle {
 }
 
 let counter = 0
+/** The widget in each shadow root: `init` on a target that has one replaces it. */
+const mounted = new WeakMap<ShadowRoot, WidgetHandle>()
 
 /** `h("p", { class: "x" }, "text", child)`: an element; strings become text nodes (never HTML). */
 const h = <K extends keyof HTMLElementTagNameMap>(
@@ -116,9 +118,10 @@ export const textToHtml = (text: string): string =>
 /** The link for a suggestion, if `postUrl` makes an http(s) URL of it (relative ones against the page). */
 export const linkOf = (postUrl: InitOptions["postUrl"], suggestion: Suggestion): string | undefined => {
   try {
-    const made = typeof postUrl === "function" ? postUrl(suggestion)
+    const made: unknown = typeof postUrl === "function" ? postUrl(suggestion)
       : postUrl?.replace(/\{(slug|id)\}/g, (_, name: "slug" | "id") => encodeURIComponent(suggestion[name]))
-    if (made === undefined) return undefined
+    // `undefined`, `null`, `""` or anything else that is not a URL: no link (`new URL(null)` would make one).
+    if (!(made instanceof URL) && (typeof made !== "string" || made === "")) return undefined
     const url = new URL(made, document.baseURI)
     return url.protocol === "https:" || url.protocol === "http:" ? url.href : undefined
   } catch {
@@ -136,11 +139,14 @@ const init = (options: InitOptions): WidgetHandle => {
   if (options.target !== undefined && !target) throw new Error(`HearkenWidget: no element matches ${String(options.target)}`)
   const host = target ?? document.body.appendChild(document.createElement("div"))
   const root = host.shadowRoot ?? host.attachShadow({ mode: "open" })
+  mounted.get(root)?.destroy()
   root.replaceChildren()
   const id = (name: string) => `hk${counter}-${name}`
   counter++
 
+  let destroyed = false
   const emit = <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => {
+    if (destroyed) return // an answer that arrives after `destroy`
     host.dispatchEvent(new CustomEvent(type, { detail, bubbles: true, composed: true }))
     try {
       options.onEvent?.({ type, detail } as WidgetEvent)
@@ -153,7 +159,6 @@ const init = (options: InitOptions): WidgetHandle => {
   // The boards and the messages are fetched together; the widget renders once it has its words.
   const firstBoards = client.boards({ organizationId })
   let language = resolve(options.locale, options.messages !== undefined)
-  let destroyed = false
   let stopTheme = () => {}
   let scheduler: SuggestionScheduler | undefined
 
@@ -166,9 +171,11 @@ const init = (options: InitOptions): WidgetHandle => {
         : importSibling<typeof import("./accent.js")>("accent.js").then((module) => module?.accentPainter(accent))
     ])
     if (loaded === undefined) language = resolve("en", false) // the file could not be loaded: English
-    const catalog = loaded ?? en
     if (destroyed) return
-    const t = translator(merge(catalog, options.messages), language.tag)
+    // English under the file: one from another deploy (cached apart from widget.js) may lack a key.
+    const t = translator(merge(merge(en, loaded), options.messages), language.tag)
+    /** The server writes its field messages in English: shown as they are only in an English widget. */
+    const english = new Intl.Locale(language.tag).language === "en"
 
     /** A readable sentence for an error that is not about one field. */
     const describe = (error: ClientError<EndpointId>): string => {
@@ -183,7 +190,7 @@ const init = (options: InitOptions): WidgetHandle => {
         case "NotFoundError":
           return t("notFound")
         case "DataValidationError":
-          return language.catalog === "en" && error.message ? error.message : t("checkForm")
+          return english && error.message ? error.message : t("checkForm")
         default:
           return t("failed")
       }
@@ -356,13 +363,16 @@ const init = (options: InitOptions): WidgetHandle => {
       const name = match?.[1]
       if (match === null || name === undefined || !(name in controls)) return false
       const text = match[2]!
-      showFieldError(name as Field, language.catalog === "en" ? text.charAt(0).toUpperCase() + text.slice(1) : t("fieldInvalid"))
+      showFieldError(name as Field, english ? text.charAt(0).toUpperCase() + text.slice(1) : t("fieldInvalid"))
       return true
     }
 
     // ---------------------------------------------------------- suggestions
 
     const draft = () => ({ organizationId, boardId: selectedBoard(), title: title.value.trim(), content: textToHtml(content.value) })
+    /** The draft's identity, or undefined when there is nothing worth asking about (or no widget any more). */
+    const draftKey = (d = draft()) =>
+      !destroyed && d.boardId !== "" && d.title.length >= 3 ? JSON.stringify([d.boardId, d.title, d.content]) : undefined
 
     const suggestionItem = (s: Suggestion) => {
       const name = h("strong", { dir: "auto" }, s.title)
@@ -387,13 +397,13 @@ const init = (options: InitOptions): WidgetHandle => {
     }
 
     scheduler = new SuggestionScheduler({
-      draftKey: () => {
-        const d = draft()
-        return d.boardId !== "" && d.title.length >= 3 ? JSON.stringify([d.boardId, d.title, d.content]) : undefined
-      },
+      draftKey: () => draftKey(),
       request: async () => {
         const asked = draft()
+        const key = draftKey(asked)
         const answer = await client.suggestions(asked)
+        // The draft changed while the answer travelled (typed on, sent, or the widget destroyed): it answers nothing shown.
+        if (answer.ok && key !== draftKey()) return undefined
         if (answer.ok) {
           renderSuggestions(asked.boardId, answer.value)
           return undefined
@@ -517,18 +527,22 @@ const init = (options: InitOptions): WidgetHandle => {
 
   void mount()
 
-  return {
+  const handle: WidgetHandle = {
     setToken: (next) => {
       token = next
     },
     destroy: () => {
+      if (destroyed) return
       destroyed = true
+      if (mounted.get(root) === handle) mounted.delete(root)
       scheduler?.reset()
       stopTheme()
       root.replaceChildren()
       if (target === null || target === undefined) host.remove()
     }
   }
+  mounted.set(root, handle)
+  return handle
 }
 
 export const HearkenWidget = { init }
