@@ -167,6 +167,14 @@ describe("the visitor's language", () => {
     await expect.poll(() => widget().locator(".updates time").first().textContent()).toBe(expected)
   })
 
+  it("is right to left in Hebrew too, and left to right in Japanese", async () => {
+    for (const [lang, dir] of [["he", "rtl"], ["ja", "ltr"]]) {
+      await open({ lang: lang! })
+      expect(await widget().getAttribute("dir"), lang).toBe(dir)
+      expect(await widget().evaluate((el) => getComputedStyle(el).direction), lang).toBe(dir)
+    }
+  })
+
   it("lays Arabic out right to left: tabs, spacing and arrow keys mirrored", async () => {
     await open({ lang: "ar" })
     expect(await widget().getAttribute("dir")).toBe("rtl")
@@ -372,6 +380,13 @@ describe("suggestions as links to posts (`postUrl`)", () => {
     // The visitor stays on the host page, with the draft.
     expect(page.url()).toMatch(new RegExp(`^${host.origin}/\\?`))
     expect(await widget().locator("input[name=title]").inputValue()).toBe("Dark theme please")
+    // A middle click opens it too, and counts as a selection; a right click does not.
+    const selections = () => page.evaluate(() => (window as any).dispatched.filter((e: any) => e.type === "hearken:suggestion-selected").length)
+    expect(await selections()).toBe(1)
+    await Promise.all([page.context().waitForEvent("page"), link.click({ button: "middle" })])
+    await link.click({ button: "right" })
+    await page.keyboard.press("Escape")
+    expect(await selections()).toBe(2)
   })
 
   it("a function of the suggestion, or a relative template against the page; anything but http(s) stays plain text", async () => {

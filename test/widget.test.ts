@@ -147,6 +147,11 @@ describe("the widget on an allowed origin", () => {
       await page.waitForTimeout(300)
       expect(await page.getByRole("alert").textContent()).toBe("")
       expect(await page.locator(".similar").textContent()).toBe("")
+      // Quiet for the visitor, not for the host page.
+      expect(await page.evaluate(() => (window as any).dispatched.map((e: any) => [e.type, e.detail]))).toEqual([
+        ["hearken:ready", { locale: "en", dir: "ltr", theme: "light" }],
+        ["hearken:error", { _tag: "RateLimitExceededError", operation: "suggestions" }]
+      ])
     } finally {
       await page.context().close()
       await limited.close()
