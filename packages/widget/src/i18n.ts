@@ -54,9 +54,9 @@ export const resolve = (locale: string | undefined, overridden: boolean): Langua
   const requested = typeof locale === "string" && locale.trim() !== "" ? locale.trim() : undefined
   const candidates = requested === undefined ? [document.documentElement.lang, ...navigator.languages] : [requested]
   for (const tag of candidates) {
-    const locale = localeOf(tag)
-    const catalog = locale && catalogOf(locale)
-    if (catalog) return language(locale, catalog)
+    const parsed = localeOf(tag)
+    const catalog = parsed && catalogOf(parsed)
+    if (catalog) return language(parsed, catalog)
   }
   const host = localeOf(requested)
   return host && overridden ? language(host, "en") : language(new Intl.Locale("en"), "en")

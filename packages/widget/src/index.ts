@@ -32,7 +32,7 @@ export type Suggestion = Success<"suggestions">[number]
 export interface WidgetEvents {
   /** Rendered, in its language. */
   readonly "hearken:ready": { readonly locale: string; readonly dir: "ltr" | "rtl"; readonly theme: Theme }
-  /** An answer to a draft was shown: `count` similar posts (0 clears the list). */
+  /** An answer to the draft was shown: `count` similar posts (0: none similar). */
   readonly "hearken:suggestions": {
     readonly count: number
     readonly boardId: string
@@ -65,7 +65,7 @@ export interface InitOptions {
   /** A CSS colour for buttons, the selected tab and focus; text on and in it keeps AA contrast. */
   readonly accent?: string | undefined
   /** Makes each suggestion a link: a template (`{slug}`, `{id}`) or a function; only http(s) URLs are used. */
-  readonly postUrl?: string | ((suggestion: Suggestion) => string | URL | undefined) | undefined
+  readonly postUrl?: string | ((suggestion: Suggestion) => string | URL | null | undefined) | undefined
   /** Called with each event, as it is also dispatched on the host element. */
   readonly onEvent?: ((event: WidgetEvent) => void) | undefined
 }
@@ -158,7 +158,7 @@ const init = (options: InitOptions): WidgetHandle => {
 
   // The boards and the messages are fetched together; the widget renders once it has its words.
   const firstBoards = client.boards({ organizationId })
-  let language = resolve(options.locale, options.messages !== undefined)
+  const requested = resolve(options.locale, options.messages !== undefined)
   let stopTheme = () => {}
   let scheduler: SuggestionScheduler | undefined
 
@@ -166,12 +166,12 @@ const init = (options: InitOptions): WidgetHandle => {
     // The accent's contrast code, like a language, is fetched only when used.
     const accent = options.accent
     const [loaded, paintAccent] = await Promise.all([
-      load(language.catalog),
+      load(requested.catalog),
       accent === undefined ? undefined
         : importSibling<typeof import("./accent.js")>("accent.js").then((module) => module?.accentPainter(accent))
     ])
-    if (loaded === undefined) language = resolve("en", false) // the file could not be loaded: English
     if (destroyed) return
+    const language = loaded === undefined ? resolve("en", false) : requested // the file could not be loaded: English
     // English under the file: one from another deploy (cached apart from widget.js) may lack a key.
     const t = translator(merge(merge(en, loaded), options.messages), language.tag)
     /** The server writes its field messages in English: shown as they are only in an English widget. */
@@ -525,7 +525,7 @@ const init = (options: InitOptions): WidgetHandle => {
     await loadBoards(firstBoards)
   }
 
-  void mount()
+  mount().catch(reportError)
 
   const handle: WidgetHandle = {
     setToken: (next) => {
