@@ -17,6 +17,7 @@ import {
   idempotencyKeyPattern,
   OrganizationQuery,
   type RateLimitedEndpoint,
+  Limits,
   RateLimits,
   SuggestionMatch,
   SuggestionsRequest,
@@ -131,7 +132,7 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
   .add(
     HttpApiEndpoint.post("suggestions", "/suggestions", {
       payload: SuggestionsRequest,
-      success: Schema.Array(SuggestionMatch).check(Schema.isMaxLength(5))
+      success: Schema.Array(SuggestionMatch).check(Schema.isMaxLength(Limits.suggestions))
     }).annotateMerge(OpenApi.annotations({
       summary: "Suggest similar public posts for a draft",
       description: `Up to five public posts of the board similar to the draft. ${rateLimitOf("suggestions")}`

@@ -1,38 +1,7 @@
 import { Schema } from "effect"
 
-/** Field limits of spec §8. Lengths count Unicode code points. */
-export const Limits = {
-  title: 200,
-  content: 20_000,
-  metadataProperties: 20,
-  metadataKey: 64,
-  metadataValue: 500,
-  token: 8_192,
-  suggestions: 5
-} as const
-
-/**
- * The widget endpoints by identifier. `Api.ts` checks, at compile time, that
- * they are exactly the widget group's: an endpoint added or renamed without
- * its limit does not compile.
- */
-export type WidgetEndpoint = "suggestions" | "feedback" | "boards" | "updates"
-
-/**
- * What a client IP is limited on: each widget endpoint, and `docs`, the API
- * reference (`GET /docs` and `GET /docs/openapi.json`, one budget for both).
- */
-export type RateLimitedEndpoint = WidgetEndpoint | "docs"
-
-/** Requests per minute per client IP, by endpoint (spec §8); the OpenAPI descriptions quote it. */
-export const RateLimits: { readonly [Endpoint in RateLimitedEndpoint]: number } = {
-  boards: 120,
-  updates: 120,
-  feedback: 20,
-  suggestions: 5,
-  // A person reads the reference a few times; the page is 3 MB (decision 0016).
-  docs: 30
-}
+export { Limits, RateLimits, rateLimitWindowMs, type RateLimitedEndpoint, type WidgetEndpoint } from "./limits.js"
+import { Limits } from "./limits.js"
 
 /** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */
 const noNul = Schema.makeFilter<string>((s) => !s.includes("\u0000"), { expected: "a string without NUL (U+0000) characters" })

@@ -10,6 +10,8 @@ import type { Schema } from "effect"
 import type { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
 import type { WidgetGroup } from "./Api.js"
 
+export { Limits, RateLimits, rateLimitWindowMs, type RateLimitedEndpoint } from "./limits.js"
+
 type Widget = HttpApiGroup.Endpoints<typeof WidgetGroup>
 
 /** The widget endpoints' identifiers: `boards`, `updates`, `suggestions`, `feedback`. */

@@ -1,9 +1,12 @@
+import { RateLimits, rateLimitWindowMs } from "@hearken/api/thin"
+
 /**
- * When to ask for similar posts. `POST /suggestions` allows 5 requests a
- * minute per IP (one every 12 s once the burst is spent), so the widget asks
- * only after a pause in typing, at most once every `minIntervalMs`, never more
- * than `maxPerWindow` times in any `windowMs`, never twice for the same draft,
- * and after a 429 or 503 not before its `Retry-After`.
+ * When to ask for similar posts. `POST /suggestions` allows
+ * `RateLimits.suggestions` (5) requests a minute per IP, one every 12 s once
+ * the burst is spent, so the widget asks only after a pause in typing, at
+ * most once every `minIntervalMs`, never more than `maxPerWindow` times in
+ * any `windowMs`, never twice for the same draft, and after a 429 or 503 not
+ * before its `Retry-After`. The defaults come from the API's rate-limit table.
  */
 export interface SchedulerOptions {
   /** The draft's identity, or `undefined` when there is nothing worth asking about yet. */
@@ -30,9 +33,9 @@ export class SuggestionScheduler {
 
   constructor(private readonly options: SchedulerOptions) {
     this.pauseMs = options.pauseMs ?? 700
-    this.minIntervalMs = options.minIntervalMs ?? 12_000
-    this.maxPerWindow = options.maxPerWindow ?? 5
-    this.windowMs = options.windowMs ?? 60_000
+    this.maxPerWindow = options.maxPerWindow ?? RateLimits.suggestions
+    this.windowMs = options.windowMs ?? rateLimitWindowMs
+    this.minIntervalMs = options.minIntervalMs ?? this.windowMs / this.maxPerWindow
   }
 
   /** The earliest time a request may leave, typing aside. */

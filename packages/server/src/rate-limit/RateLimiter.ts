@@ -1,3 +1,4 @@
+import { rateLimitWindowMs } from "@hearken/api"
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { Redis, type RedisOptions } from "ioredis"
 import { ServerConfig } from "../config.js"
@@ -8,7 +9,7 @@ export type Decision = Omit<GcraResult, "tat">
 /** The store could not answer (Redis down, or slower than the command timeout). */
 export class RateLimiterUnavailable extends Data.TaggedError("RateLimiterUnavailable")<{ readonly cause: unknown }> {}
 
-export const periodMs = 60_000
+export const periodMs = rateLimitWindowMs
 /** Past this a Redis answer is too late: the request is refused with 503 instead of waiting. */
 export const redisTimeoutMs = 500
 

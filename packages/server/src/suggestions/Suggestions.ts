@@ -1,4 +1,4 @@
-import { SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
+import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
 import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { ServerConfig } from "../config.js"
@@ -9,7 +9,8 @@ import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "./lexicon.j
 import { Semantic } from "./Semantic.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
 
-export const maxSuggestions = 5
+/** The most posts one answer suggests. */
+export const maxSuggestions = Limits.suggestions
 
 /**
  * Which ranked candidates are worth showing (decision 0008). A duplicate

@@ -10,8 +10,8 @@ import { concurrency } from "./limits.js"
 
 /** At most this much of a receiver's answer is read; the rest is dropped with the connection. */
 export const maxResponseBytes = 64 * 1024
-/** What is kept of it for the operator. */
-export const excerptLength = 500
+/** What is kept of it for the operator, in characters. */
+export const answerExcerptLength = 500
 
 interface Target {
   readonly url: URL
@@ -32,7 +32,7 @@ const errorMessage = (error: unknown) => {
 
 /** A receiver's words, for the operator: no NUL (PostgreSQL text cannot hold it), bounded. */
 const toExcerpt = (chunks: ReadonlyArray<Buffer>) =>
-  Buffer.concat(chunks).toString("utf8").replace(/\u0000/g, "").slice(0, excerptLength)
+  Buffer.concat(chunks).toString("utf8").replace(/\u0000/g, "").slice(0, answerExcerptLength)
 
 export class WebhookTransport extends Context.Service<WebhookTransport, {
   /**

@@ -1,0 +1,45 @@
+/**
+ * The API's numbers as plain data, with no runtime dependency: the field
+ * limits the schemas check, how many suggestions an answer holds, and the
+ * rate limits. The server, the OpenAPI document and browsers (through
+ * `@hearken/api/thin`) read them here, so each has one source. README:
+ * "Requests" and "Rate limits".
+ */
+
+/** Field limits; lengths count Unicode code points. `suggestions`: the most posts one answer suggests. */
+export const Limits = {
+  title: 200,
+  content: 20_000,
+  metadataProperties: 20,
+  metadataKey: 64,
+  metadataValue: 500,
+  token: 8_192,
+  suggestions: 5
+} as const
+
+/**
+ * The widget endpoints by identifier. `Api.ts` checks, at compile time, that
+ * they are exactly the widget group's: an endpoint added or renamed without
+ * its limit does not compile.
+ */
+export type WidgetEndpoint = "suggestions" | "feedback" | "boards" | "updates"
+
+/**
+ * What a client IP is limited on: each widget endpoint, and `docs`, the API
+ * reference (`GET /docs` and `GET /docs/openapi.json`, one budget for both).
+ */
+export type RateLimitedEndpoint = WidgetEndpoint | "docs"
+
+/** Every rate limit counts requests over this window: a minute. */
+export const rateLimitWindowMs = 60_000
+
+/** Requests per window (a minute) per client IP, by endpoint; the OpenAPI descriptions quote it. */
+export const RateLimits: { readonly [Endpoint in RateLimitedEndpoint]: number } = {
+  boards: 120,
+  updates: 120,
+  feedback: 20,
+  suggestions: 5,
+  // A person reads the reference a few times; the page is 3 MB (decision 0016).
+  docs: 30
+}
+
