@@ -1,12 +1,13 @@
+import { NotFoundError } from "@hearken/api"
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpRouter } from "effect/http"
+import * as ErrorBodies from "../http/ErrorBodies.js"
 import * as StaticAsset from "../http/StaticAsset.js"
 import { limited, RateLimitGate } from "../rate-limit/http.js"
 import { fingerprint, openApiJson, pageFile, staticDir } from "./page.js"
 
-const notBuilt = HttpServerResponse.jsonUnsafe(
-  { _tag: "NotFoundError", message: "the /docs page is not built for this version of the API (npm run build)" },
-  { status: 404 }
+const notBuilt = ErrorBodies.respond(
+  new NotFoundError({ message: "the /docs page is not built for this version of the API (npm run build)" })
 )
 
 /**

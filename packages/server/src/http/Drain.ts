@@ -1,9 +1,10 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { InternalServerError } from "@hearken/api"
-import { Context, Duration, Effect, Layer, Schema } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import type { Server } from "node:http"
 import { Server as NetServer } from "node:net"
+import * as ErrorBodies from "./ErrorBodies.js"
 import { prependAuxiliaryRequestListener, shuttingDownMessage } from "./NodeErrors.js"
 
 /**
@@ -78,10 +79,10 @@ export const layerServer = (evaluate: () => Server, options: NodeHttpServer.Opti
     })
   )
 
-const shuttingDown = HttpServerResponse.jsonUnsafe(
-  Schema.encodeSync(InternalServerError)(new InternalServerError({ message: shuttingDownMessage })),
-  { status: 503, headers: { "retry-after": "1", connection: "close" } }
-)
+const shuttingDown = ErrorBodies.respond(new InternalServerError({ message: shuttingDownMessage }), {
+  status: 503,
+  headers: { "retry-after": "1", connection: "close" }
+})
 
 /**
  * The router's first check after CORS (so a browser can read the 503): while

@@ -1,36 +1,25 @@
+import { DataValidationError } from "@hearken/api"
 import { requestHeaders, responseHeaders } from "@hearken/api/thin"
 import { Cause, Effect, Layer, Option, References } from "effect"
-import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 import * as Tracing from "../observability/Tracing.js"
 import { rateLimitHeaders } from "../rate-limit/http.js"
+import * as ErrorBodies from "./ErrorBodies.js"
+import { internalError } from "./RequestErrors.js"
 
-const notFound = HttpServerResponse.jsonUnsafe({ _tag: "NotFoundError" }, { status: 404 })
-/** A 500 names its trace (when traced) in `detail`, so that a user's report finds the log line. */
-const internal = (traceId: string | undefined) =>
-  HttpServerResponse.jsonUnsafe(
-    { _tag: "InternalServerError", message: "Internal server error", ...(traceId === undefined ? {} : { detail: traceId }) },
-    { status: 500 }
-  )
-
-const isRouteNotFound = (cause: Cause.Cause<unknown>) =>
-  Option.exists(Cause.findErrorOption(cause), (e) =>
-    HttpServerError.isHttpServerError(e) && e.reason._tag === "RouteNotFound")
+const notFound = HttpServerResponse.jsonUnsafe(ErrorBodies.routeNotFound, { status: 404 })
 
 /** What no endpoint answers: unknown routes get a JSON 404, anything else a JSON 500 with no detail. */
 export const fallback = HttpRouter.middleware((httpEffect) =>
   Effect.catchCause(httpEffect, (cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-    if (isRouteNotFound(cause)) return Effect.succeed(notFound)
-    return Effect.flatMap(Tracing.currentTraceId, (traceId) =>
-      Effect.logError("Unhandled failure outside the API", cause).pipe(
-        Effect.annotateLogs(traceId === undefined ? {} : { traceId }),
-        Effect.as(internal(traceId))
-      ))
+    if (ErrorBodies.isRouteNotFound(cause)) return Effect.succeed(notFound)
+    // The 500 names its trace (when traced) in `detail`, so that a user's report finds the log line.
+    return Effect.map(internalError("Unhandled failure outside the API", cause), (error) => ErrorBodies.respond(error))
   }), { global: true })
 
-const refused = (message: string) =>
-  HttpServerResponse.jsonUnsafe({ _tag: "DataValidationError", message }, { status: 400, headers: { connection: "close" } })
+const refused = (message: string) => ErrorBodies.respond(new DataValidationError({ message }), { headers: { connection: "close" } })
 const hostMissing = refused("Host: required")
 const hostRepeated = refused("Host: more than one")
 const transferCodingRefused = refused("Transfer-Encoding: must be a single chunked")

@@ -1,5 +1,7 @@
+import { DataValidationError, InternalServerError } from "@hearken/api"
 import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
+import * as ErrorBodies from "./ErrorBodies.js"
 
 /**
  * What Node's HTTP layer answers by itself, before any Effect handler runs,
@@ -7,11 +9,13 @@ import type { Duplex } from "node:stream"
  * answers have empty bodies, which a client cannot tell from a broken proxy.
  *
  * The status stays Node's (400, 408, 413, 431, 417): it is the accurate one
- * and what proxies and clients expect. The `_tag` is the closest spec tag:
- * `DataValidationError` for anything the client sent wrong, and
- * `InternalServerError` (503) when no handler is attached yet or any more.
+ * and what proxies and clients expect. The body is the API's error schema
+ * encoded (`ErrorBodies.ts`): `DataValidationError` for anything the client
+ * sent wrong, and `InternalServerError` (503) when no handler is attached yet
+ * or any more.
  */
-const json = (tag: string, message: string) => JSON.stringify({ _tag: tag, message })
+const refusal = (message: string) => ErrorBodies.json(ErrorBodies.bodyOf(new DataValidationError({ message })))
+const unavailable = (message: string) => ErrorBodies.json(ErrorBodies.bodyOf(new InternalServerError({ message })))
 
 /** The 503 message of a server that is stopping, here and in `Drain.ts`. */
 export const shuttingDownMessage = "shutting down; retry shortly"
@@ -73,7 +77,7 @@ const endWith = (socket: Duplex, answer?: { readonly status: number; readonly me
   // `end` rather than Node's write-then-destroy: a close with unread request bytes (the rest of an
   // oversized header) sends a reset that makes the client drop the answer before reading it.
   if (answer === undefined) socket.end()
-  else socket.end(rawResponse(answer.status, json("DataValidationError", answer.message), headers))
+  else socket.end(rawResponse(answer.status, refusal(answer.message), headers))
   const linger = setTimeout(() => socket.destroy(), lingerMs).unref()
   socket.once("close", () => clearTimeout(linger))
 }
@@ -134,7 +138,7 @@ const onConnect = (_request: IncomingMessage, socket: Duplex) => {
  * refuse with an empty 417. The body is unread, so the connection closes.
  */
 const onCheckExpectation = (_request: IncomingMessage, response: ServerResponse) => {
-  const body = json("DataValidationError", "Expect: only 100-continue is supported")
+  const body = refusal("Expect: only 100-continue is supported")
   response.writeHead(417, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
@@ -153,7 +157,7 @@ const notServing = (server: Server) => (_request: IncomingMessage, response: Ser
   // Itself, and listeners that only set a header (`Drain.ts`), are not a handler. Counted, not listed: every request comes here.
   const handlers = server.listenerCount("request") - 1 - (auxiliaries.get(server) ?? 0)
   if (handlers > 0 || response.headersSent) return
-  const body = json("InternalServerError", server.listening ? "starting up; retry shortly" : shuttingDownMessage)
+  const body = unavailable(server.listening ? "starting up; retry shortly" : shuttingDownMessage)
   response.writeHead(503, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),

@@ -68,18 +68,32 @@ const isMaxBytes = (defect: unknown): boolean => {
 }
 
 const tooLarge = new DataValidationError({ message: `body: larger than ${maxBodyBytes} bytes (1 MiB)` })
-const defaultMessage = "Internal server error"
+/** What a 500 says when nothing more specific may be said. */
+export const internalMessage = "Internal server error"
 
 /**
- * A 500 is logged once, here, with its cause and trace id; its body carries
- * the id as `detail` (when the request is traced) and nothing else of the cause.
+ * A 500, logged once with its cause and trace id: the error whose body
+ * carries the id as `detail` (when the request is traced) and nothing else
+ * of the cause (no stack, SQL or secret). The endpoints' edge (below) and the
+ * router's fallback (`Edge.ts`) both answer their 500s with it.
  */
-const internal = (message: string, cause: Cause.Cause<unknown>) =>
+export const internalError = (log: string, cause: Cause.Cause<unknown>, message = internalMessage) =>
   Effect.flatMap(Tracing.currentTraceId, (traceId) =>
-    Effect.logError(message === defaultMessage ? "Unexpected failure while handling a request" : `Request failed: ${message}`, cause).pipe(
+    Effect.logError(log, cause).pipe(
       Effect.annotateLogs(traceId === undefined ? {} : { traceId }),
-      Effect.andThen(Effect.fail(new InternalServerError({ message, ...(traceId === undefined ? {} : { detail: traceId }) })))
+      Effect.as(new InternalServerError({ message, ...(traceId === undefined ? {} : { detail: traceId }) }))
     ))
+
+/** A 500, logged once, failing the request. */
+const internal = (message: string, cause: Cause.Cause<unknown>) =>
+  Effect.flatMap(
+    internalError(
+      message === internalMessage ? "Unexpected failure while handling a request" : `Request failed: ${message}`,
+      cause,
+      message
+    ),
+    Effect.fail
+  )
 
 /**
  * Every endpoint's edge: refuses bodies that are not UTF-8 JSON, compressed
@@ -131,5 +145,5 @@ const toEdgeFailure = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | DataV
     if (HttpApiError.HttpApiSchemaError.is(defect.success)) return Effect.fail(fromSchemaError(defect.success))
     if (isMaxBytes(defect.success)) return Effect.fail(tooLarge)
   }
-  return internal(defaultMessage, cause)
+  return internal(internalMessage, cause)
 }

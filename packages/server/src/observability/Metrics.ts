@@ -1,4 +1,4 @@
-import { HearkenApi, RateLimits } from "@hearken/api"
+import { HearkenApi, InternalServerError, RateLimits } from "@hearken/api"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
 import { HttpApi } from "effect/http-api"
@@ -6,6 +6,7 @@ import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { InvalidConfig, ServerConfig } from "../config.js"
+import * as ErrorBodies from "../http/ErrorBodies.js"
 import { applicationName, poolSize } from "../sql/Database.js"
 
 /**
@@ -165,9 +166,7 @@ export const endpointOf = (method: string, url: string): string => {
  * unknown route is the 404 the fallback sends.
  */
 const failureStatus = (cause: Cause.Cause<unknown>) =>
-  Option.exists(Cause.findErrorOption(cause), (e) => HttpServerError.isHttpServerError(e) && e.reason._tag === "RouteNotFound")
-    ? 404
-    : HttpServerError.causeResponseStripped(cause)[0].status
+  ErrorBodies.isRouteNotFound(cause) ? 404 : HttpServerError.causeResponseStripped(cause)[0].status
 
 const requestsOf = labelled(requests)
 const durationOf = labelled(requestDuration)
@@ -241,7 +240,8 @@ const readGauges = Effect.gen(function*() {
   }
 })
 
-const jsonNotFound = JSON.stringify({ _tag: "NotFoundError" })
+const jsonNotFound = ErrorBodies.json(ErrorBodies.routeNotFound)
+const jsonUnreadable = ErrorBodies.json(ErrorBodies.bodyOf(new InternalServerError({ message: "metrics: could not be formatted" })))
 
 /**
  * `GET /metrics` on `METRICS_PORT` (at `METRICS_HOST`), a listener of its
@@ -264,7 +264,7 @@ const listener = (port: number, host: string) =>
       }
       Effect.runPromise(scrape).then(
         (body) => res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(body),
-        () => res.writeHead(500).end()
+        () => res.writeHead(500, { "content-type": "application/json" }).end(jsonUnreadable)
       )
     })
     yield* Effect.acquireRelease(

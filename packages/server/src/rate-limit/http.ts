@@ -6,9 +6,10 @@ import {
   RateLimitUnavailableError,
   type WidgetEndpoint
 } from "@hearken/api"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
+import * as ErrorBodies from "../http/ErrorBodies.js"
 import * as Metrics from "../observability/Metrics.js"
 import { bucketOf, clientAddress } from "./ClientIp.js"
 import { type Decision, RateLimiter } from "./RateLimiter.js"
@@ -107,16 +108,8 @@ export const layer = Layer.effect(
   })
 )
 
-const encodeExceeded = Schema.encodeSync(RateLimitExceededError)
-const encodeUnavailable = Schema.encodeSync(RateLimitUnavailableError)
-
-/** The statuses `errors.ts` gives these two classes. */
-const refusal = (error: RateLimitExceededError | RateLimitUnavailableError) =>
-  error._tag === "RateLimitExceededError"
-    ? HttpServerResponse.jsonUnsafe(encodeExceeded(error), { status: 429 })
-    : HttpServerResponse.jsonUnsafe(encodeUnavailable(error), { status: 503 })
 
 /** A route outside the API behind `endpoint`'s limit, refused with the API's JSON bodies (429, 503). */
 export const limited = (gate: RateLimitGate["Service"], endpoint: RateLimitedEndpoint) =>
 <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  gate.admit(endpoint).pipe(Effect.matchEffect({ onFailure: (error) => Effect.succeed(refusal(error)), onSuccess: () => handler }))
+  gate.admit(endpoint).pipe(Effect.matchEffect({ onFailure: (error) => Effect.succeed(ErrorBodies.respond(error)), onSuccess: () => handler }))

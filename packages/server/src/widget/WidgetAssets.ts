@@ -1,7 +1,9 @@
+import { NotFoundError } from "@hearken/api"
 import { Effect, Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { readdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import * as ErrorBodies from "../http/ErrorBodies.js"
 import * as StaticAsset from "../http/StaticAsset.js"
 
 /** `packages/widget/dist`, built by `npm run build` (`packages/widget/build.mjs`). */
@@ -12,10 +14,7 @@ const cacheControl = "public, max-age=300"
 
 const read = (file: string) => StaticAsset.readOptional(`${widgetDist}${file}`)
 
-const missing = HttpServerResponse.jsonUnsafe(
-  { _tag: "NotFoundError", message: "the widget is not built (npm run build)" },
-  { status: 404 }
-)
+const missing = ErrorBodies.respond(new NotFoundError({ message: "the widget is not built (npm run build)" }))
 
 /**
  * `GET /widget/widget.js`, the embeddable widget (one ES module); `GET
