@@ -1,5 +1,5 @@
 import { UnauthorizedError } from "@hearken/api"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose"
 import { describeIssue } from "../issues.js"
@@ -27,16 +27,19 @@ const reasonOf = (error: unknown): string => {
   }
 }
 
+/** `exp` and `nbf` are checked against the `Clock`, as `iat` is. */
 const verifyWith = (token: string, secret: string, organizationId: string) =>
-  Effect.tryPromise({
-    try: () =>
-      jwtVerify(token, encoder.encode(secret), {
-        algorithms: ["HS256"],
-        audience: organizationId,
-        clockTolerance: clockToleranceSeconds
-      }),
-    catch: (error) => error
-  })
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.tryPromise({
+      try: () =>
+        jwtVerify(token, encoder.encode(secret), {
+          algorithms: ["HS256"],
+          audience: organizationId,
+          clockTolerance: clockToleranceSeconds,
+          currentDate: new Date(now)
+        }),
+      catch: (error) => error
+    }))
 
 const isBadSignature = (error: unknown) =>
   (error as { code?: string } | null)?.code === "ERR_JWS_SIGNATURE_VERIFICATION_FAILED"
@@ -76,7 +79,7 @@ export class IdentityTokens extends Context.Service<IdentityTokens, {
         }
         if (payload === undefined) return yield* refuse("signature does not match")
 
-        const nowSeconds = Date.now() / 1000
+        const nowSeconds = (yield* Clock.currentTimeMillis) / 1000
         if (typeof payload.iat === "number" && payload.iat > nowSeconds + clockToleranceSeconds) {
           return yield* refuse("issued in the future")
         }

@@ -1,5 +1,5 @@
 import { rateLimitWindowMs } from "@hearken/api"
-import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { Redis, type RedisOptions } from "ioredis"
 import { ServerConfig } from "../config.js"
 import { gcra, type GcraResult, redisScript } from "./gcra.js"
@@ -31,30 +31,42 @@ const keyPrefix = "hearken:rl:"
 /** Every decision is a span of its request, whichever store makes it. */
 const traced = Effect.withSpan("RateLimiter.consume")
 
+/** How often the in-process store forgets buckets that are full again. */
+export const sweepIntervalMs = 30_000
+
+/**
+ * The in-process store: each bucket's tat in a map, on the `Clock`, and a
+ * sweep every `sweepIntervalMs` that deletes buckets whose tat has passed (a
+ * full bucket needs no entry: `gcra` treats a missing tat as full). `size`
+ * is for tests. Needs a scope: the sweep runs until it closes.
+ */
+export const memoryStore = Effect.gen(function*() {
+  const tats = new Map<string, number>()
+  const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.sync(() => {
+      for (const [key, tat] of tats) if (tat <= now) tats.delete(key)
+    }))
+  yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(sweepIntervalMs)).pipe(Effect.delay(sweepIntervalMs)))
+  return {
+    consume: (bucket: string, limit: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          const { tat, ...decision } = gcra(tats.get(bucket), now, limit, periodMs)
+          tats.set(bucket, tat)
+          return decision as Decision
+        })).pipe(traced),
+    size: () => tats.size
+  }
+})
+
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Spends one request of `limit` per minute from `bucket`. */
   readonly consume: (bucket: string, limit: number) => Effect.Effect<Decision, RateLimiterUnavailable>
 }>()("hearken/RateLimiter") {
-  /** In-process GCRA, the embedded default; expired buckets are swept every 30 s. */
+  /** In-process GCRA, the embedded default (`memoryStore`). */
   static readonly layerMemory = Layer.effect(
     RateLimiter,
-    Effect.gen(function*() {
-      const tats = new Map<string, number>()
-      const sweep = setInterval(() => {
-        const now = Date.now()
-        for (const [key, tat] of tats) if (tat <= now) tats.delete(key)
-      }, 30_000)
-      sweep.unref()
-      yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(sweep)))
-      return RateLimiter.of({
-        consume: (bucket, limit) =>
-          Effect.sync(() => {
-            const { tat, ...decision } = gcra(tats.get(bucket), Date.now(), limit, periodMs)
-            tats.set(bucket, tat)
-            return decision
-          }).pipe(traced)
-      })
-    })
+    Effect.map(memoryStore, ({ consume }) => RateLimiter.of({ consume }))
   )
 
   /**
