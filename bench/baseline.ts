@@ -21,7 +21,7 @@
  *   (`pageSize`) at a time, streamed when longer than a page, with the content
  *   kept as served (`update_html`) or else through the server's sanitizer
  *   (`Sanitizer.make`) and kept, as `Updates.ts` does.
- * - POST /feedback: a minimal check of the body (the spec's field limits; no
+ * - POST /feedback: a minimal check of the body (the API's field limits; no
  *   identity token), then as `Feedback.ts` and `Posts.ts` do: the board, the
  *   default status, the sanitized content and its text, then in one
  *   transaction the slug (the server's counter statement, `numberedSlug`, its
@@ -208,7 +208,7 @@ const codePoints = (s: string) => {
 const isText = (v: unknown, max = Infinity): v is string => typeof v === "string" && !v.includes("\u0000") && codePoints(v) <= max
 const isId = (v: unknown): v is string => isText(v) && v !== ""
 
-/** The spec's field limits (§8), nothing more; undefined when the body is acceptable. */
+/** The API's field limits (docs/api.md: "Limits"), nothing more; undefined when the body is acceptable. */
 const invalid = (body: Record<string, unknown>) => {
   if (!isId(body["organizationId"])) return "organizationId"
   if (!isId(body["boardId"])) return "boardId"

@@ -1,7 +1,7 @@
 /**
- * `npm run bench:docs`: issue 18's attack on `GET /docs`. The server starts as
- * `npm start` starts it (the V8 flags of decision 0011, the embedded PGlite
- * default, in memory, and the in-process rate limiter). Then 50 loopback
+ * `npm run bench:docs`: the attack on `GET /docs` of decision 0016. The server
+ * starts as `npm start` starts it (the V8 flags of decision 0011, the embedded
+ * PGlite default, in memory, and the in-process rate limiter). Then 50 loopback
  * connections each send 10 pipelined `GET /docs` with
  * `Accept-Encoding: identity` in one write. Meanwhile `/health` is asked every
  * 100 ms and the server's RSS is read from `/proc/PID/status`.

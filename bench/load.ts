@@ -43,7 +43,7 @@
  * histogram keeps whole milliseconds only).
  * Reported per endpoint: req/s (mean of rounds), p50 and p99 latency (mean of
  * rounds), non-2xx answers and connection errors (sum), peak RSS, and the
- * ratios Hearken/baseline, checked against the issue's targets (reported,
+ * ratios Hearken/baseline, checked against decision 0011's targets (reported,
  * not enforced): GET /boards and GET /updates at least 0.8× the baseline's
  * req/s, POST /feedback at least 0.5×, p99 at most 2× the baseline's on every
  * endpoint, Hearken's peak RSS under load at most 250 MB.
@@ -561,7 +561,7 @@ const seed = async (url: string, postsPerOrg: ReadonlyArray<number>, updatesPerO
 
 const loadMode = async (url: string) => {
   const half = (n: number) => [Math.ceil(n / 2), Math.floor(n / 2)]
-  // What a browser downloads (issue 12): the thin client alone and the whole widget, gzip.
+  // What a browser downloads: the thin client alone and the whole widget, gzip.
   const bundles = await bundleSizes()
   printBundleSizes(bundles)
   console.log(`seeding ${n0(postCount)} posts, ${n0(updateCount)} updates…`)

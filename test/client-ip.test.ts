@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { bucketOf, clientAddress, parseAddress } from "../packages/server/dist/rate-limit/ClientIp.js"
 
-describe("client addresses (CONTRACT §7)", () => {
+describe("client addresses", () => {
   it.each([
     ["127.0.0.1", "127.0.0.1"],
     ["203.0.113.7:4711", "203.0.113.7"],

@@ -15,7 +15,7 @@ import { seedScript, spawnScript } from "./support/process.js"
 import { startSeededServer, useServer } from "./support/server.js"
 
 /**
- * Conditional GETs on /boards and /updates (CONTRACT §4, decision 0010):
+ * Conditional GETs on /boards and /updates (decision 0010):
  * ETag and Cache-Control on 200, 304 for a matching If-None-Match without
  * reading the tables behind the answer, a tag that changes with every write
  * by any process and when a scheduled entry comes due, scoped by organization.

@@ -11,7 +11,7 @@ const server = useServer(() => startServer({
 const boards = (origin?: string) =>
   fetch(`${server.api}/boards?organizationId=org_x`, { headers: origin === undefined ? {} : { origin } })
 
-describe("CORS (spec §5, CONTRACT §4)", () => {
+describe("CORS", () => {
   it.each([
     "https://dashboard.acme.test",
     "https://api.example.test",
@@ -62,7 +62,7 @@ describe("CORS (spec §5, CONTRACT §4)", () => {
     expect(res.headers.get("access-control-max-age")).toBe("600")
   })
 
-  it("lets a widget on DASHBOARD_ORIGIN post feedback with an Idempotency-Key (issue 18)", async () => {
+  it("lets a widget on DASHBOARD_ORIGIN post feedback with an Idempotency-Key (decision 0015)", async () => {
     const origin = "https://dashboard.acme.test"
     const res = await preflight("/feedback", "POST", "content-type,idempotency-key", origin)
     expect(res.status).toBe(204)

@@ -5,7 +5,7 @@ import { freePort, spawnServer, type ServerProcess, waitForHealth } from "./supp
 import { eventually } from "./support/wait.js"
 
 /**
- * Issue 18, break 2: 50 connections each pipelining 10 `GET /docs` and never
+ * Decision 0016: 50 connections each pipelining 10 `GET /docs` and never
  * reading killed the server (heap out of memory) when every pending answer
  * held its own copy of the 3 MB page. The server runs as a process with a
  * small old space; the rate limit is lifted so that all 500 are answered with

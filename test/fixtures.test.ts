@@ -68,7 +68,7 @@ const full = () => {
   return f
 }
 
-describe("npm run seed -- FILE (CONTRACT §3)", () => {
+describe("npm run seed -- FILE", () => {
   it("creates the schema on an empty database and imports everything", async () => {
     const result = await seed(full())
     expect(result.code).toBe(0)
@@ -94,7 +94,7 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
     ["a dangling post boardId", (f: any) => { f.organizations[0].posts[1].boardId = "b_missing" }, "organizations[0].posts[1].boardId"],
     ["a dangling post statusId", (f: any) => { f.organizations[0].posts[0].statusId = "st_missing" }, "organizations[0].posts[0].statusId"],
     ["a status of another organization", (f: any) => { f.organizations[0].posts[0].statusId = "st_other_first" }, "organizations[0].posts[0].statusId"],
-    // CONTRACT §4: a post is placed in its organization's default status; with no status at all there is none to place it in.
+    // A post is placed in its organization's default status (docs/api.md: "Routes"); with no status at all there is none to place it in.
     ["a post without statusId in an organization with no statuses", (f: any) => { f.organizations[2].posts = [{ id: "p_x", boardId: "b_nostatus", title: "x", content: "" }] }, "organizations[2].posts[0].statusId"],
     ["a board of another organization", (f: any) => { f.organizations[1].posts = [{ id: "p_x", boardId: "b_feat", title: "x", content: "" }] }, "organizations[1].posts[0].boardId"],
     ["a bad visibility", (f: any) => { f.organizations[0].boards[2].visibility = "secret" }, "organizations[0].boards[2].visibility"],
@@ -167,7 +167,7 @@ describe("npm run seed -- FILE (CONTRACT §3)", () => {
   })
 })
 
-describe("npm run seed while the server takes posts (issue 18)", () => {
+describe("npm run seed while the server takes posts (decision 0020)", () => {
   const first = baseFixture()
   first.organizations[0]!.posts = [{ id: "p_dark", boardId: "b_feat", title: "Dark mode", content: "" }]
   first.organizations[0]!.updates = [{ id: "u_lock", title: "Locked", slug: "locked", content: "", publishedAt: null }]

@@ -1,5 +1,5 @@
 /**
- * Issue 11, deliverable 3: generated bad input through the real server.
+ * Generated bad input through the real server (decision 0012).
  *
  * Valid requests are sampled from the API's own schemas (Effect's
  * `Arbitrary.schema`, seeded), half of them pointed at real boards; fast-check
@@ -238,7 +238,7 @@ const check = async (c: Case) => {
   const text = await response.text()
   const ms = performance.now() - started
   const where = `${response.status} ${text.slice(0, 300)} for ${c.label}`
-  // CONTRACT §4: an organization without statuses gives 500 with a message; that is its configuration, not the input.
+  // An organization without statuses gives 500 with a message (docs/api.md: "Errors"); that is its configuration, not the input.
   const noStatuses = response.status === 500 && text === noStatusesAnswer && c.label.includes("org_nostatus")
   if (response.status >= 500 && !noStatuses) throw new Error(`5xx: ${where}`)
   if (ms > stallMs) throw new Error(`answered in ${ms.toFixed(0)} ms: ${where}`)
@@ -265,7 +265,7 @@ const sample = <S extends typeof FeedbackRequest | typeof SuggestionsRequest>(sc
     ReadonlyArray<Record<string, unknown>>
   >
 
-describe(`generated input, ${runs} cases per endpoint (issue 11)`, () => {
+describe(`generated input, ${runs} cases per endpoint (decision 0012)`, () => {
   beforeAll(async () => {
     const res = await getJson(`${server.origin}/docs/openapi.json`)
     doc = await SwaggerParser.dereference(res.body)

@@ -21,7 +21,7 @@ const eventsFor = async (postId: string) =>
   (await server.db.query<{ n: number }>((sql) =>
     sql`SELECT count(*)::int AS n FROM webhook_events WHERE body::jsonb -> 'data' ->> 'id' = ${postId}`))[0]!.n
 
-describe("Idempotency-Key on POST /feedback (CONTRACT §4)", () => {
+describe("Idempotency-Key on POST /feedback", () => {
   it("answers a retry with the first response, from any address, and creates nothing more", async () => {
     const first = await send(body("Retried"), "key-retry-1")
     expect(first.status).toBe(200)

@@ -51,7 +51,7 @@ const expect401 = async (token: string, message?: string) => {
   for (const secret of [current, previous, otherSecret]) expect(JSON.stringify(res.body)).not.toContain(secret)
 }
 
-describe("identity tokens on POST /feedback (CONTRACT §5)", () => {
+describe("identity tokens on POST /feedback", () => {
   it("attaches the post to a contact upserted from a token signed with the current secret", async () => {
     const token = await sign({
       id: "user-1",

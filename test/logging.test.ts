@@ -10,7 +10,7 @@ import { postJson } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
- * Issue 13, logs: `LOG_FORMAT=json` writes one JSON object per line, and a
+ * Logs (decision 0013): `LOG_FORMAT=json` writes one JSON object per line, and a
  * 500 logs its cause once with the trace id its body shows in `detail`.
  * `org_nostatus` has no post statuses: creating a post there is a 500.
  */

@@ -263,7 +263,7 @@ describe("when Redis fails", () => {
   }, 20_000)
 })
 
-describe("the limits table (issue 11, row 12)", () => {
+describe("the limits table (decision 0012)", () => {
   it("has exactly one limit per widget endpoint and one for /docs, and the OpenAPI descriptions quote them", async () => {
     const { HearkenApi, RateLimits } = await import("@hearken/api")
     const { OpenApi } = await import("effect/http-api")

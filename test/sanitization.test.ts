@@ -46,7 +46,7 @@ const storedContent = async (id: string) => {
   return row!.content
 }
 
-describe("sanitization (CONTRACT §6)", () => {
+describe("sanitization", () => {
   it.each(corpus)("post content never keeps the attack in %s", async (html) => {
     const res = await postJson(`${server.api}/feedback`, { organizationId: "org_acme", boardId: "b_feat", title: "XSS", content: html })
     expect(res.status).toBe(200)
@@ -96,7 +96,7 @@ const depthOf = (html: string) => {
   return max
 }
 
-describe("hostile markup (issue 11, rows 1 and 8)", () => {
+describe("hostile markup (decision 0012)", () => {
   const post = (title: string, content: string, path = "feedback") =>
     postJson(`${server.api}/${path}`, { organizationId: "org_acme", boardId: "b_feat", title, content })
 

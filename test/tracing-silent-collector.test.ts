@@ -8,11 +8,11 @@ import { writeFixtureFile } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
- * Issue 18, break 5 (decision 0019): a collector that accepts connections and
- * never answers. Effect's exporter had no timeout and started one more
- * request per 1,000 spans, each held forever: sockets and memory grew with
- * the load. Now one request at a time, cut at OTEL_EXPORTER_OTLP_TIMEOUT, its
- * spans dropped and counted, one warning, and the server answers throughout.
+ * Decision 0019: a collector that accepts connections and never answers.
+ * Effect's exporter had no timeout and started one more request per 1,000
+ * spans, each held forever: sockets and memory grew with the load. Now one
+ * request at a time, cut at OTEL_EXPORTER_OTLP_TIMEOUT, its spans dropped and
+ * counted, one warning, and the server answers throughout.
  */
 let db: TestDatabase
 let seedFile: string

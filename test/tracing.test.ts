@@ -7,7 +7,7 @@ import { endpoint, Receiver } from "./support/receiver.js"
 import { getJson, postJson, startSeededServer, useServer } from "./support/server.js"
 
 /**
- * Issue 13, traces: one POST /feedback, as a fake OTLP/HTTP collector
+ * Traces (decision 0013): one POST /feedback, as a fake OTLP/HTTP collector
  * receives it, continuing the caller's `traceparent`; its webhook delivery in
  * a trace of its own, linked to the request's.
  */

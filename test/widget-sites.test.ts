@@ -336,7 +336,7 @@ describe("the site's look", () => {
     }
   })
 
-  // Every language in light and dark; auto (seen dark) in the four the issue names.
+  // Every language in light and dark; auto (seen dark) in four of them: en, de, ja and ar.
   const cases = ["en", ...shipped].flatMap((lang) =>
     ["light", "dark", ...["en", "de", "ja", "ar"].includes(lang) ? ["auto"] : []].map((theme) => [lang, theme] as const))
   it(`has no axe-core violations in any language × light, dark (and auto for en, de, ja, ar): ${cases.length} pages, form and changelog`, async () => {

@@ -5,7 +5,7 @@
  * the widget from the API's origin exactly as the README tells site owners
  * to. A third origin, not allowed, sees its API calls refused by CORS.
  * Nothing intercepts the browser's requests (no `page.route`): Playwright
- * would answer CORS preflights itself and hide a refused one (issue 18).
+ * would answer CORS preflights itself and hide a refused one (decision 0015).
  * Faults are made by real servers instead. Screenshots go to
  * test-artifacts/widget-*.png.
  */
@@ -337,7 +337,7 @@ describe("the widget on an allowed origin", () => {
 })
 
 describe("the widget on a subdomain of ROOT_DOMAIN, another origin and host name than the API", () => {
-  it("posts feedback with an Idempotency-Key through the browser's real preflight, and the post is created (issue 18)", async () => {
+  it("posts feedback with an Idempotency-Key through the browser's real preflight, and the post is created (decision 0015)", async () => {
     const title = `Cross-origin ${Date.now()}`
     await open(`${subdomain.origin}/`)
     await page.getByRole("radio", { name: "Feature requests" }).check()

@@ -7,7 +7,7 @@ const reachable = ["127.0.0.1", "localhost", "*.localhost"]
  * Debian's Chromium, headless, cut off from every other host by its own
  * resolver rules, not by request interception: with any `page.route`,
  * Playwright intercepts every request and answers CORS preflights itself, so
- * a preflight the server refuses never fails a test (issue 18, decision 0015).
+ * a preflight the server refuses never fails a test (decision 0015).
  * A request to an outside host fails as a DNS error, and `page.on("request")`
  * still sees it.
  */

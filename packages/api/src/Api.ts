@@ -26,7 +26,7 @@ import {
 } from "./schemas.js"
 import { openApiWebhooks } from "./webhooks.js"
 
-/** The prefix every widget route lives under (spec §9). */
+/** The prefix every widget route lives under; it carries the version (docs/api.md: "Routes"). */
 export const widgetPrefix = "/api/widget/v1"
 
 /**
@@ -39,8 +39,8 @@ export class RequestErrors extends HttpApiMiddleware.Service<RequestErrors>()("h
 }) {}
 
 /**
- * Per-client-IP limits (spec §8). It runs before anything else on a widget
- * route, so every request counts, whatever its body.
+ * Per-client-IP limits (docs/api.md: "Limits"). It runs before anything else
+ * on a widget route, so every request counts, whatever its body.
  */
 export class RateLimit extends HttpApiMiddleware.Service<RateLimit>()("hearken/RateLimit", {
   error: [RateLimitExceededError, RateLimitUnavailableError]
@@ -55,7 +55,7 @@ const rateLimitHeaders = {
 }
 const retryAfter = { "Retry-After": integerHeader("Seconds to wait before retrying") }
 
-/** How long a cache may reuse a `GET /boards` or `GET /updates` answer before revalidating it (CONTRACT §4). */
+/** How long a cache may reuse a `GET /boards` or `GET /updates` answer before revalidating it (README: "Caching: ETag and 304"). */
 export const publicMaxAgeSeconds = 10
 
 const cachingHeaders = {
@@ -96,7 +96,7 @@ const documentIdempotency = (operation: Record<string, any>) => {
 /**
  * What the generated document cannot know: the rate-limit headers that
  * `RateLimit` puts on every widget response, that request bodies may carry
- * unknown fields (they are ignored, CONTRACT §4), which Effect would render as
+ * unknown fields (they are ignored, docs/api.md: "Fields"), which Effect would render as
  * `additionalProperties: false`, and the `feedback.post.created` webhook
  * (OpenAPI 3.1 top-level `webhooks`), derived from the schema the worker
  * encodes with.
@@ -167,16 +167,16 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
 {}
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
-/** Compiles only while `RateLimits` has exactly one entry per widget endpoint (issue 11, row 12). */
+/** Compiles only while `RateLimits` has exactly one entry per widget endpoint (decision 0012, "Rate limits"). */
 export const rateLimitsCoverTheWidget: Same<
   HttpApiEndpoint.Identifier<HttpApiGroup.Endpoints<typeof WidgetGroup>>,
   WidgetEndpoint
 > = true
 
 /**
- * `GET /health` when the database is unreachable: status 503, as CONTRACT §1
- * says, with the spec's `InternalServerError` body (spec §7 has no tag of its
- * own for it).
+ * `GET /health` when the database is unreachable: status 503 with an
+ * `InternalServerError` body, since the API's error tags have none of their
+ * own for it (docs/api.md: "Errors").
  */
 const DatabaseUnavailable = InternalServerError.pipe(HttpApiSchema.status(503))
 

@@ -59,7 +59,7 @@ export const routes: { readonly [Id in EndpointId]: { readonly method: Endpoint<
  * client names the headers it sends and reads from these lists, and the
  * server's CORS middleware (`Edge.ts`) allows and exposes exactly them, so the
  * two cannot drift: a header the client sends that the preflight does not
- * allow makes the browser refuse the whole request (issue 18, decision 0015).
+ * allow makes the browser refuse the whole request (decision 0015).
  * They live here so that this module stays one file with no imports.
  *
  * `requestHeaders`: what the clients send outside the CORS safelist; the
@@ -70,7 +70,7 @@ export const requestHeaders = {
   contentType: "content-type",
   /** Revalidating `GET /boards` and `GET /updates` (decision 0010). */
   ifNoneMatch: "if-none-match",
-  /** `POST /feedback` retries (CONTRACT §4). */
+  /** `POST /feedback` retries (README: "Retries: Idempotency-Key"). */
   idempotencyKey: "idempotency-key"
 } as const
 

@@ -1,10 +1,10 @@
 import { JsonSchema, Schema } from "effect"
 import { Timestamp } from "./schemas.js"
 
-/** The one event the service emits (spec §6). */
+/** The one event the service emits (docs/api.md: "Webhooks"). */
 export const postCreatedEventType = "feedback.post.created"
 
-/** `data` of `feedback.post.created`: the created post as stored (CONTRACT §8). */
+/** `data` of `feedback.post.created`: the created post as stored (README: "Webhooks"). */
 export const PostCreatedData = Schema.Struct({
   id: Schema.String,
   slug: Schema.String,

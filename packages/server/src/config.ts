@@ -48,13 +48,13 @@ export interface ServerConfigShape {
   readonly rateLimitMultiplier: number
   readonly logLevel: LogLevel.LogLevel
 
-  // Metrics (issue 13): `observability/Metrics.ts`.
+  // Metrics (decision 0014): `observability/Metrics.ts`.
   /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
   readonly metricsPort: Option.Option<number>
   /** `METRICS_HOST`: the metrics listener's address (default: `HOST`). */
   readonly metricsHost: string
 
-  // Traces and logs (issue 13): `observability/Tracing.ts`, `observability/Logging.ts`.
+  // Traces and logs (decision 0013): `observability/Tracing.ts`, `observability/Logging.ts`.
   /** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
   readonly tracing: Option.Option<TracingConfig>
   /** `LOG_FORMAT`: `text` for a terminal (the default), `json` for one object per line. */
@@ -268,7 +268,7 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
       rateLimitMultiplier: yield* variable("RATE_LIMIT_MULTIPLIER", decimal(1, 1_000_000), "a number between 1 and 1000000", 1),
       logLevel: yield* variable("LOG_LEVEL", (v) => logLevels[v.toLowerCase()], "one of trace, debug, info, warn, error, fatal, none", "Info" as LogLevel.LogLevel),
 
-      // Traces and logs (issue 13).
+      // Traces and logs (decision 0013).
       tracing: yield* loadTracing,
       logFormat: yield* variable(
         "LOG_FORMAT",
@@ -277,14 +277,14 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
         "text"
       ),
 
-      // Metrics (issue 13).
+      // Metrics (decision 0014).
       metricsPort: yield* optionalVariable("METRICS_PORT", integer(0, 65535), "a port number between 0 and 65535"),
       metricsHost: yield* variable("METRICS_HOST", anyString, "a host name or address", host)
     }
   }
 )
 
-/** The one typed view of the environment (CONTRACT §1). */
+/** The one typed view of the environment (README: "Configuration"). */
 export class ServerConfig extends Context.Service<ServerConfig, ServerConfigShape>()("hearken/ServerConfig") {
   static readonly layer = Layer.effect(ServerConfig, loadServerConfig)
 }

@@ -133,7 +133,7 @@ export interface SanitizerShape {
   readonly text: (html: string) => string
 }
 
-/** CONTRACT §6: DOMPurify over jsdom, one instance reused for every call. */
+/** DOMPurify over jsdom, one instance reused for every call (README: "Requests"). */
 export class Sanitizer extends Context.Service<Sanitizer, SanitizerShape>()("hearken/Sanitizer") {
   static readonly layer = Layer.sync(Sanitizer, () => make())
 }

@@ -29,9 +29,10 @@ export interface Model {
 export type Vector = ReadonlyArray<number>
 
 /**
- * The text a post or a draft is embedded as (CONTRACT §9): the title, a blank
- * line, then the plain-text content, cut at `maxInputChars` code points so
- * that no model's context is exceeded (512-token models included).
+ * The text a post or a draft is embedded as (README: "Embeddings: suggestions
+ * by meaning"): the title, a blank line, then the plain-text content, cut at
+ * `maxInputChars` code points so that no model's context is exceeded
+ * (512-token models included).
  */
 export const maxInputChars = 2_000
 export const embeddingInput = (title: string, text: string) => {
@@ -82,7 +83,7 @@ const describe = (error: unknown): EmbeddingsError => {
 }
 
 /**
- * The embeddings API, OpenAI-compatible (CONTRACT §9): `POST {EMBEDDINGS_URL}/embeddings`
+ * The embeddings API, OpenAI-compatible: `POST {EMBEDDINGS_URL}/embeddings`
  * with `{ model, input: [...] }` and an optional bearer key. Ollama, vLLM, TEI
  * and OpenAI all speak it. Absent (`model` is `None`) unless `EMBEDDINGS_URL` is set.
  */

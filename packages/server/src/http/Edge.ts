@@ -73,8 +73,9 @@ export const requestFraming = HttpRouter.middleware((httpEffect) =>
   }), { global: true })
 
 /**
- * Spec §5 / CONTRACT §4: `DASHBOARD_ORIGIN`, `PUBLIC_URL`'s origin, and any-depth
- * subdomains of `ROOT_DOMAIN` (https, or http too when `PUBLIC_URL` is http).
+ * The origins CORS allows (README: "CORS"): `DASHBOARD_ORIGIN`, `PUBLIC_URL`'s
+ * origin, and any-depth subdomains of `ROOT_DOMAIN` (https, or http too when
+ * `PUBLIC_URL` is http).
  */
 export const isAllowedOrigin = (config: {
   readonly publicUrl: URL

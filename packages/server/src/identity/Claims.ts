@@ -2,7 +2,7 @@ import { ClientRecord, RequestString } from "@hearken/api"
 import { Schema } from "effect"
 import { HttpUrl } from "../content/schemas.js"
 
-/** CONTRACT §5 claim values of custom fields. */
+/** The values of a `customFields` claim (README: "Identity tokens"). */
 const CustomFieldValue = Schema.Union([RequestString, Schema.Finite, Schema.Boolean, Schema.Null])
 const CustomFields = ClientRecord(CustomFieldValue)
 

@@ -10,7 +10,7 @@ import * as ErrorBodies from "../http/ErrorBodies.js"
 import { applicationName, poolSize } from "../sql/Database.js"
 
 /**
- * Prometheus metrics (issue 13). Labels are bounded: endpoint names, status
+ * Prometheus metrics (decision 0014). Labels are bounded: endpoint names, status
  * codes and fixed outcomes only, never an organization, an address or a post.
  * Counters are cheap updates wherever they happen; everything else (the
  * request middleware, the listener, the scrape-time queries) exists only

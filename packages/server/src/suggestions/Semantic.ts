@@ -33,9 +33,10 @@ export interface NearMatch extends NearPost {
 }
 
 /**
- * The semantic half of suggestions (spec §4.1, CONTRACT §9): embed the draft,
- * then the nearest public posts of the board, each with the p-value of its distance on the board's background (decision
- * 0023). Which of them are shown is `blend.ts`'s to say.
+ * The semantic half of suggestions (README: "Embeddings: suggestions by
+ * meaning"): embed the draft, then the nearest public posts of the board, each
+ * with the p-value of its distance on the board's background (decision 0023).
+ * Which of them are shown is `blend.ts`'s to say.
  */
 export class Semantic extends Context.Service<Semantic, {
   /**

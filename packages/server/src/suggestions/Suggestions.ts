@@ -78,10 +78,10 @@ interface Row {
 
 export class Suggestions extends Context.Service<Suggestions, {
   /**
-   * What the widget shows (spec §4.1): the lexical matches, merged with the
-   * nearest posts by meaning that stand out on the board (decision 0023); the
-   * lexical matches alone when embeddings are not configured, fail, time out
-   * or find nothing that stands out.
+   * What the widget shows (`POST /suggestions`, docs/api.md: "Routes"): the
+   * lexical matches, merged with the nearest posts by meaning that stand out
+   * on the board (decision 0023); the lexical matches alone when embeddings
+   * are not configured, fail, time out or find nothing that stands out.
    */
   readonly suggest: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
   /** The lexical answer alone (decision 0008). */

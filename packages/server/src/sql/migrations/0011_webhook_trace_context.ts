@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * The W3C `traceparent` of the request that created an event (issue 13), so
+ * The W3C `traceparent` of the request that created an event (decision 0013), so
  * that its deliveries, sent later by any worker, link back to that request's
  * trace. NULL when traces are not exported.
  */
