@@ -112,7 +112,7 @@ export class Update extends Schema.Class<Update>("Update")({
   title: PlainText("The entry's title"),
   slug: Schema.String,
   content: Schema.String.annotate({
-    description: "HTML, sanitized by the server (CONTRACT §6 allow-list: formatting, lists, links with safe rel, " +
+    description: "HTML, sanitized by the server (an allow-list: formatting, lists, links with safe rel, " +
       "http(s) images): the only field of any answer meant to be rendered as HTML."
   }),
   excerpt: PlainText("A plain-text excerpt"),
