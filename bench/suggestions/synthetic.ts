@@ -10,7 +10,7 @@
  * function, so that filling 100k posts takes seconds, not an import.
  */
 import { Effect } from "effect"
-import { lexiconOf } from "../../packages/server/dist/feedback/Posts.js"
+import { lexiconOf } from "../../packages/server/dist/lexicon/lexicon.js"
 import { withSql } from "../support.ts"
 import type { Dataset } from "./dataset.ts"
 

@@ -32,6 +32,7 @@ import { Metrics } from "./observability/Metrics.js"
 import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
 import { Calibrator } from "./suggestions/Calibrator.js"
+import * as LexiconBackfill from "./lexicon/LexiconBackfill.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
 import { Updates } from "./updates/Updates.js"
 import { WebhookOutbox } from "./webhooks/Outbox.js"
@@ -140,7 +141,7 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
 export const App = Layer.mergeAll(
   Http,
   WebhookWorker.layer,
-  Suggestions.layerBackfill,
+  LexiconBackfill.layer,
   Embedder.layer,
   Calibrator.layer
 ).pipe(Layer.provide(Core))

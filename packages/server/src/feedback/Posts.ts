@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { numberedSlug, slugify } from "../content/slug.js"
-import { lexicon, tsvectorLiterals } from "../suggestions/lexicon.js"
+import { lexiconOf, type Lexicons } from "../lexicon/lexicon.js"
 
 export interface NewPost {
   readonly id: string
@@ -27,17 +27,6 @@ export interface NewPost {
 }
 
 const InsertedPost = Schema.Struct({ slug: Schema.String, createdAt: Schema.String })
-
-/** What suggestions search for a post: its features, scoped to its board; nothing for a private post. */
-export const lexiconOf = (post: {
-  readonly boardId: string
-  readonly title: string
-  readonly text: string
-  readonly visibility: "public" | "private"
-}) => post.visibility === "public" ? tsvectorLiterals(post.boardId, lexicon(post.title, post.text)) : { lexicon: "", titleLexicon: "" }
-
-/** A post's two lexicon columns, as `tsvector` literals. */
-export type Lexicons = ReturnType<typeof lexiconOf>
 
 export interface LexiconSource {
   readonly id: string

@@ -1,11 +1,10 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
-import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { ServerConfig } from "../config.js"
 import { Sanitizer } from "../content/Sanitizer.js"
-import { lexiconOf, Posts } from "../feedback/Posts.js"
 import { merge, nearLimit } from "./blend.js"
-import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "./lexicon.js"
+import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "../lexicon/lexicon.js"
 import { Semantic } from "./Semantic.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
 
@@ -240,27 +239,4 @@ export class Suggestions extends Context.Service<Suggestions, {
       return Suggestions.of({ suggest, lexical, rank })
     })
   ).pipe(Layer.provide(Semantic.layer), Layer.provide(SuggestionQueries.layer))
-
-  /**
-   * Computes the lexicon of posts written before it existed, in the
-   * background after start-up, 500 at a time. Suggestions find them once done.
-   */
-  static readonly layerBackfill = Layer.effectDiscard(Effect.gen(function*() {
-    const posts = yield* Posts
-    const sanitizer = yield* Sanitizer
-    const step = Effect.gen(function*() {
-      const batch = yield* posts.missingLexicon(500)
-      if (batch.length === 0) return false
-      yield* posts.setLexicons(batch.map((post) => ({ id: post.id, ...lexiconOf({ ...post, text: sanitizer.text(post.content) }) })))
-      return batch.length === 500
-    })
-    const loop: Effect.Effect<void> = Effect.flatMap(step, (more) => more ? loop : Effect.void)
-    yield* Effect.forkScoped(
-      loop.pipe(
-        // A database that went away comes back: try again, up to about a minute apart.
-        Effect.retry(Schedule.min([Schedule.exponential("1 second"), Schedule.spaced("1 minute")])),
-        Effect.catchCause((cause) => Effect.logWarning("Suggestion index back-fill stopped", cause))
-      )
-    )
-  }))
 }

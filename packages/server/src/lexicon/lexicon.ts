@@ -176,3 +176,14 @@ export const tsvectorLiterals = (boardId: string, lex: Lexicon): { readonly lexi
 
 /** The tsquery of one stored feature. */
 export const tsqueryLiteral = (lexeme: string) => quote(lexeme)
+
+/** What suggestions search for a post: its features, scoped to its board; nothing for a private post. */
+export const lexiconOf = (post: {
+  readonly boardId: string
+  readonly title: string
+  readonly text: string
+  readonly visibility: "public" | "private"
+}) => post.visibility === "public" ? tsvectorLiterals(post.boardId, lexicon(post.title, post.text)) : { lexicon: "", titleLexicon: "" }
+
+/** A post's two lexicon columns, as `tsvector` literals. */
+export type Lexicons = ReturnType<typeof lexiconOf>
