@@ -179,7 +179,7 @@ const run = (settings: Settings) =>
     (database) => Effect.promise(() => database.drop())
   )
 
-export const bench = Command.make("bench", flags, (input) => run(settingsOf(input))).pipe(
+const bench = Command.make("bench", flags, (input) => run(settingsOf(input))).pipe(
   Command.withDescription(
     "Hearken against a raw node:http baseline doing the same work: GET /boards, GET /updates and POST /feedback " +
       "under load (the default mode), or --growth, --soak or --observability (in that order, when several are given). " +
