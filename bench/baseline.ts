@@ -1,5 +1,5 @@
 /**
- * The raw baseline of `npm run bench` (`load.ts`): the "physical limit" that
+ * The raw baseline of `npm run bench` (`load/main.ts`): the "physical limit" that
  * Hearken is compared with. `node bench/baseline.ts` with PORT, HOST,
  * DATABASE_URL, REDIS_URL and RATE_LIMIT_MULTIPLIER (as the server reads them).
  *
@@ -28,7 +28,7 @@
  *   insert with ON CONFLICT, retried), the post with the same columns
  *   (lexicon columns from the server's `lexiconOf`) and the webhook outbox
  *   statement of `WebhookRepo.enqueue`.
- * Answers have the spec's JSON shapes; `load.ts` checks that both servers
+ * Answers have the spec's JSON shapes; `load/load.ts` checks that both servers
  * answer the same before it loads them.
  */
 import { postCreatedEventType, publicMaxAgeSeconds, RateLimits } from "@hearken/api"

@@ -2,7 +2,7 @@
  * `npm run bench:ceiling`: what the HTTP stack alone costs, with no database,
  * Redis or sanitizer. Three servers answer `GET /ping?organizationId=x` with
  * the same small JSON array (the size of a `/boards` answer), loaded
- * alternately like `load.ts` does:
+ * alternately like `load/load.ts` does:
  * - raw `node:http`;
  * - an Effect HttpRouter route (`HttpRouter.add`), the same Node server;
  * - an Effect HttpApi endpoint with a query schema and a middleware that

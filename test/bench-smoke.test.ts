@@ -8,12 +8,12 @@ import { testRedisUrl } from "./support/redis.js"
 
 const number = String.raw`[\d,.]+`
 
-/** `node bench/load.ts ARGS` to a temporary results file: its exit code must be 0; gives its output and results. */
+/** `node bench/load/main.ts ARGS` to a temporary results file: its exit code must be 0; gives its output and results. */
 const runBench = async (args: ReadonlyArray<string>) => {
   const results = join(await mkdtemp(join(tmpdir(), "hearken-bench-")), "results.json")
   const redis = new URL(testRedisUrl)
   redis.pathname = "/14" // the bench's own database; the rate-limit tests flush 15
-  const bench = spawnScript(join(import.meta.dirname, "..", "bench", "load.ts"), args, {
+  const bench = spawnScript(join(import.meta.dirname, "..", "bench", "load", "main.ts"), args, {
     BENCH_DATABASE_URL: adminUrl,
     BENCH_REDIS_URL: redis.toString(),
     BENCH_RESULTS: results
@@ -25,7 +25,7 @@ const runBench = async (args: ReadonlyArray<string>) => {
 }
 
 /**
- * `npm run bench -- --smoke` (bench/load.ts): tiny data, one 2-second round
+ * `npm run bench -- --smoke` (bench/load/main.ts): tiny data, one 2-second round
  * per endpoint and server, so that the load bench cannot rot. It runs on the
  * built server, which `npm test` builds first. Its results go to a temporary
  * file, never to bench/results.json.
