@@ -1,4 +1,4 @@
-import { Config, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, type LogLevel, Option, Redacted, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
 /** Start-up refuses a bad environment variable with this error, naming it. */
 export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
@@ -10,277 +10,299 @@ export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidC
   }
 }
 
-export interface ServerConfigShape {
-  readonly port: number
-  readonly host: string
-  /** `HTTP_STALL_TIMEOUT_MS`: a connection on which nothing moves, either way, for this long is closed. */
-  readonly httpStallTimeoutMs: number
-  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
-  /** A directory, or `memory`. */
-  readonly pgliteDir: string
-  /** Longest a statement may run on PostgreSQL before it is cancelled (not enforced by PGlite). */
-  readonly databaseStatementTimeoutMs: number
-  readonly redisUrl: Option.Option<Redacted.Redacted<string>>
-  readonly seedFile: Option.Option<string>
-  readonly publicUrl: URL
-  readonly dashboardOrigin: Option.Option<string>
-  readonly rootDomain: Option.Option<string>
-  readonly trustProxy: number
-  readonly embeddings: Option.Option<{
-    readonly url: URL
-    readonly model: string
-    readonly dimensions: number
-    readonly apiKey: Option.Option<Redacted.Redacted<string>>
-  }>
-  readonly embeddingsTimeoutMs: number
-  /** Limit on one background call (up to 32 posts): a model on a CPU needs far longer than for one draft. */
-  readonly embeddingsBackfillTimeoutMs: number
-  /** A post whose embedding failed n times is tried again `base × 2^(n−1)` later, at most an hour. */
-  readonly embeddingsRetryBaseMs: number
-  readonly suggestionsMaxDistance: number
-  /** Longest a suggestion's statements may run (at most `databaseStatementTimeoutMs`). */
-  readonly suggestionsStatementTimeoutMs: number
-  readonly webhookMaxAttempts: number
-  readonly webhookRetryBaseMs: number
-  readonly webhookTimeoutMs: number
-  readonly webhookWorker: boolean
-  readonly webhookAllowPrivateUrls: boolean
-  readonly rateLimitMultiplier: number
-  readonly logLevel: LogLevel.LogLevel
+// What a value may be. Each schema's checks carry, as their `message`, what the variable must be;
+// `invalidConfig` below adds the variable's name and the value given.
 
-  // Metrics (decision 0014): `observability/Metrics.ts`.
-  /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
-  readonly metricsPort: Option.Option<number>
-  /** `METRICS_HOST`: the metrics listener's address (default: `HOST`). */
-  readonly metricsHost: string
-
-  // Traces and logs (decision 0013): `observability/Tracing.ts`, `observability/Logging.ts`.
-  /** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
-  readonly tracing: Option.Option<TracingConfig>
-  /** `LOG_FORMAT`: `text` for a terminal (the default), `json` for one object per line. */
-  readonly logFormat: "text" | "json"
-}
-
-export interface TracingConfig {
-  /** Where spans are POSTed: `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`. */
-  readonly url: URL
-  /** `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` (the OpenTelemetry default) or `http/json`. */
-  readonly protocol: "http/protobuf" | "http/json"
-  readonly serviceName: string
-  /** `OTEL_RESOURCE_ATTRIBUTES`, `key=value` pairs. */
-  readonly resourceAttributes: Record<string, string>
-  /** `OTEL_EXPORTER_OTLP_HEADERS`, often a collector's API key. */
-  readonly headers: Redacted.Redacted<Record<string, string>>
-  /** `OTEL_BSP_SCHEDULE_DELAY`: how often spans are sent (sooner when a full batch waits). */
-  readonly exportIntervalMs: number
-  /** `OTEL_EXPORTER_OTLP_TIMEOUT`: longest one export request may take before its spans are dropped. */
-  readonly exportTimeoutMs: number
-  /** `OTEL_BSP_MAX_QUEUE_SIZE`: most ended spans held for export; beyond it new spans are dropped. */
-  readonly maxQueueSize: number
-  /** `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`: most spans in one export request (at most `maxQueueSize`). */
-  readonly maxExportBatchSize: number
-}
-
-/** Reads one variable as a raw string; unset and empty both mean "absent". */
-const raw = (name: string) =>
-  Config.option(Config.String(name)).pipe(
-    Config.map(Option.filter((value) => value.trim() !== ""))
+/** A number written with `pattern`'s digits, from `minimum` to `maximum`; either failing reads `message`. */
+const digits = (pattern: RegExp) => (minimum: number, maximum: number, message: string) =>
+  Schema.String.check(Schema.isPattern(pattern, { message })).pipe(
+    Schema.decodeTo(Schema.Number.check(Schema.isBetween({ minimum, maximum }, { message })), SchemaTransformation.numberFromString)
   )
 
-type Parser<A> = (value: string) => A | undefined
+/** Digits only, as Hearken has always read them (Effect's own number decoding would also take `+80`, `1e3` and `80.0`). */
+const Integer = digits(/^\d+$/)
 
-const parse = <A>(name: string, value: string, parser: Parser<A>, expected: string, secret = false) => {
-  const parsed = parser(value)
-  return parsed === undefined
-    ? Effect.fail(new InvalidConfig({ variable: name, reason: secret ? `must be ${expected}` : `must be ${expected}, got ${JSON.stringify(value)}` }))
-    : Effect.succeed(parsed)
+const Decimal = digits(/^\d+(\.\d+)?$/)
+
+const Milliseconds = (maximum: number, message = "a number of milliseconds") => Integer(1, maximum, message)
+
+/** 0 to 65535: PORT=0 picks a free port, and `Config.Port` refuses 0. */
+const Port = Integer(0, 65535, "a port number between 0 and 65535")
+
+/** A URL with one of `protocols` and a host, kept as written (a secret's stays a string). */
+const UrlString = (protocols: ReadonlyArray<string>, message: string) =>
+  Schema.String.check(Schema.makeFilter((value) => {
+    if (!URL.canParse(value)) return false
+    const url = new URL(value)
+    return protocols.includes(url.protocol) && url.hostname !== ""
+  }, { message }))
+
+const HttpUrl = (message: string) =>
+  UrlString(["http:", "https:"], message).pipe(Schema.decodeTo(Schema.URL, SchemaTransformation.urlFromString))
+
+/** One of `words`, in any case, read in lower case (the `Literals` check refuses any other). */
+const Word = <const W extends string>(words: ReadonlyArray<W>, message: string) =>
+  Schema.String.pipe(Schema.decodeTo(
+    Schema.Literals(words).annotate({ message }),
+    SchemaTransformation.transform({ decode: (value) => value.toLowerCase() as W, encode: (word) => word })
+  ))
+
+/**
+ * A domain name such as example.com, lower-cased and without leading or trailing dots. (Effect's
+ * `Schema.DomainNameFromString` keeps a trailing dot and refuses all-numeric names; this did not.)
+ */
+const DomainName = Schema.String.pipe(Schema.decodeTo(
+  Schema.String.check(Schema.isPattern(
+    /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/,
+    { message: "a domain name such as example.com" }
+  )),
+  SchemaTransformation.transform({ decode: (value) => value.toLowerCase().replace(/^\.+|\.+$/g, ""), encode: (name) => name })
+))
+
+/**
+ * OpenTelemetry's `key=value,key2=value2` lists (resource attributes, headers), values
+ * percent-encoded. (`Config.Record` skips a pair without `=` and does not decode; this refuses it.)
+ */
+const KeyValues = Schema.String.pipe(Schema.decodeTo(
+  Schema.Record(Schema.String, Schema.String),
+  SchemaTransformation.transformEffect({
+    decode: (value) => {
+      const out: Record<string, string> = {}
+      for (const pair of value.split(",")) {
+        if (pair.trim() === "") continue
+        const equals = pair.indexOf("=")
+        const key = equals > 0 ? uriDecoded(pair.slice(0, equals).trim()) : undefined
+        const decoded = equals > 0 ? uriDecoded(pair.slice(equals + 1).trim()) : undefined
+        if (key === undefined || decoded === undefined) {
+          return Effect.fail(new SchemaIssue.InvalidValue({ message: "key=value pairs separated by commas" }))
+        }
+        out[key] = decoded
+      }
+      return Effect.succeed(out)
+    },
+    encode: (record) =>
+      Effect.succeed(Object.entries(record).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join(","))
+  })
+))
+
+const uriDecoded = (text: string) => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return undefined
+  }
 }
 
-const variable = Effect.fnUntraced(function*<A>(name: string, parser: Parser<A>, expected: string, fallback: A, secret = false) {
-  const value = yield* raw(name)
-  return Option.isNone(value) ? fallback : yield* parse(name, value.value, parser, expected, secret)
-})
-
-const optionalVariable = Effect.fnUntraced(function*<A>(name: string, parser: Parser<A>, expected: string, secret = false) {
-  const value = yield* raw(name)
-  return Option.isNone(value)
-    ? Option.none<A>()
-    : Option.some(yield* parse(name, value.value, parser, expected, secret))
-})
-
-const integer = (min: number, max: number): Parser<number> => (value) => {
-  if (!/^\d+$/.test(value)) return undefined
-  const n = Number(value)
-  return n >= min && n <= max ? n : undefined
-}
-
-const decimal = (min: number, max: number): Parser<number> => (value) => {
-  if (!/^\d+(\.\d+)?$/.test(value)) return undefined
-  const n = Number(value)
-  return n >= min && n <= max ? n : undefined
-}
-
-const boolean: Parser<boolean> = (value) => {
-  const v = value.toLowerCase()
-  return ["true", "1", "yes"].includes(v) ? true : ["false", "0", "no"].includes(v) ? false : undefined
-}
-
-const url = (protocols: ReadonlyArray<string>): Parser<URL> => (value) => {
-  if (!URL.canParse(value)) return undefined
-  const parsed = new URL(value)
-  return protocols.includes(parsed.protocol) && parsed.hostname !== "" ? parsed : undefined
-}
-
-const secretUrl = (protocols: ReadonlyArray<string>): Parser<Redacted.Redacted<string>> => (value) =>
-  url(protocols)(value) === undefined ? undefined : Redacted.make(value)
-
-const origin: Parser<string> = (value) => {
-  const parsed = url(["http:", "https:"])(value)
-  return parsed === undefined ? undefined : parsed.origin
-}
-
-const hostname: Parser<string> = (value) => {
-  const v = value.toLowerCase().replace(/^\.+|\.+$/g, "")
-  return /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(v)
-    ? v
-    : undefined
-}
-
-const logLevels: Record<string, LogLevel.LogLevel> = {
+const logLevels = {
   all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", warning: "Warn",
   error: "Error", fatal: "Fatal", none: "None"
-}
+} as const satisfies Record<string, LogLevel.LogLevel>
 
-const anyString: Parser<string> = (value) => value
-
-/** OpenTelemetry's `key=value,key2=value2` lists (resource attributes, headers), values percent-encoded. */
-const keyValues: Parser<Record<string, string>> = (value) => {
-  const out: Record<string, string> = {}
-  for (const pair of value.split(",")) {
-    if (pair.trim() === "") continue
-    const equals = pair.indexOf("=")
-    if (equals <= 0) return undefined
-    try {
-      out[decodeURIComponent(pair.slice(0, equals).trim())] = decodeURIComponent(pair.slice(equals + 1).trim())
-    } catch {
-      return undefined
-    }
-  }
-  return out
-}
-
-const loadTracing = Effect.gen(function*() {
-  const endpoint = yield* optionalVariable("OTEL_EXPORTER_OTLP_ENDPOINT", url(["http:", "https:"]), "an http(s) URL")
-  if (Option.isNone(endpoint)) return Option.none<TracingConfig>()
-  const traces = new URL(endpoint.value)
-  traces.pathname = `${traces.pathname.replace(/\/+$/, "")}/v1/traces`
-  const resourceAttributes = yield* variable("OTEL_RESOURCE_ATTRIBUTES", keyValues, "key=value pairs separated by commas", {})
-  // OpenTelemetry's defaults for the batch span processor: 2048 queued, 512 a batch, 10 s a request.
-  const maxQueueSize = yield* variable("OTEL_BSP_MAX_QUEUE_SIZE", integer(1, 1_000_000), "an integer between 1 and 1000000", 2048)
-  const maxExportBatchSize = yield* variable(
-    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
-    integer(1, maxQueueSize),
-    `an integer between 1 and OTEL_BSP_MAX_QUEUE_SIZE (${maxQueueSize})`,
-    Math.min(512, maxQueueSize)
+const flag = (name: string, fallback: boolean) =>
+  Config.schema(Word(["true", "1", "yes", "false", "0", "no"], "true or false"), name).pipe(
+    Config.map((word) => word === "true" || word === "1" || word === "yes"),
+    Config.withDefault(fallback)
   )
-  return Option.some<TracingConfig>({
-    url: traces,
-    protocol: yield* variable(
-      "OTEL_EXPORTER_OTLP_PROTOCOL",
-      (v): TracingConfig["protocol"] | undefined => v === "http/protobuf" || v === "http/json" ? v : undefined,
-      "http/protobuf or http/json",
-      "http/protobuf"
+
+// The variables, in the order they are checked (README: "Configuration").
+
+const embeddings = Config.all({
+  url: Config.option(Config.schema(HttpUrl("an http(s) URL"), "EMBEDDINGS_URL")),
+  model: Config.String("EMBEDDINGS_MODEL").pipe(Config.withDefault("text-embedding-3-small")),
+  dimensions: Config.schema(Integer(1, 16000, "an integer between 1 and 16000"), "EMBEDDINGS_DIMENSIONS").pipe(Config.withDefault(1536)),
+  apiKey: Config.option(Config.Redacted("EMBEDDINGS_API_KEY"))
+}).pipe(Config.map(({ url, ...embeddings }) => Option.map(url, (url) => ({ url, ...embeddings }))))
+
+const timeouts = Config.all({
+  /** Longest a statement may run on PostgreSQL before it is cancelled (not enforced by PGlite). */
+  databaseStatementTimeoutMs: Config.schema(
+    Milliseconds(3_600_000, "a number of milliseconds between 1 and 3600000"),
+    "DATABASE_STATEMENT_TIMEOUT_MS"
+  ).pipe(Config.withDefault(5000)),
+  embeddingsTimeoutMs: Config.schema(Milliseconds(600_000), "EMBEDDINGS_TIMEOUT_MS").pipe(Config.withDefault(1500))
+}).pipe(Config.flatMap((timeouts) => {
+  // The stall timer also runs while a request is handled (nothing moves on its socket then): it must
+  // outlast what one request may wait on, or a slow request would lose its answer.
+  const handlingMs = timeouts.databaseStatementTimeoutMs + timeouts.embeddingsTimeoutMs
+  return Config.schema(
+    Integer(
+      Math.max(1000, handlingMs + 1),
+      600_000,
+      `a number of milliseconds of at least 1000, more than DATABASE_STATEMENT_TIMEOUT_MS + EMBEDDINGS_TIMEOUT_MS (${handlingMs}), and at most 600000`
     ),
-    serviceName: yield* variable("OTEL_SERVICE_NAME", anyString, "a service name", resourceAttributes["service.name"] ?? "hearken"),
-    resourceAttributes,
-    headers: Redacted.make(
-      yield* variable("OTEL_EXPORTER_OTLP_HEADERS", keyValues, "key=value pairs separated by commas", {}, true)
-    ),
-    exportIntervalMs: yield* variable("OTEL_BSP_SCHEDULE_DELAY", integer(1, 3_600_000), "a number of milliseconds", 5000),
-    exportTimeoutMs: yield* variable("OTEL_EXPORTER_OTLP_TIMEOUT", integer(1, 600_000), "a number of milliseconds between 1 and 600000", 10_000),
-    maxQueueSize,
-    maxExportBatchSize
+    "HTTP_STALL_TIMEOUT_MS"
+  ).pipe(
+    Config.withDefault(Math.max(60_000, handlingMs + 1)),
+    Config.map((httpStallTimeoutMs) => ({
+      ...timeouts,
+      /** `HTTP_STALL_TIMEOUT_MS`: a connection on which nothing moves, either way, for this long is closed. */
+      httpStallTimeoutMs
+    }))
+  )
+}))
+
+const tracesUrl = (endpoint: URL) => {
+  const url = new URL(endpoint)
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/traces`
+  return url
+}
+
+/** Traces and logs (decision 0013): `observability/Tracing.ts`, `observability/Logging.ts`. */
+const tracingTo = (endpoint: URL) =>
+  Config.all({
+    /** `OTEL_RESOURCE_ATTRIBUTES`, `key=value` pairs. */
+    resourceAttributes: Config.schema(KeyValues, "OTEL_RESOURCE_ATTRIBUTES").pipe(Config.withDefault<typeof KeyValues.Type>({})),
+    // OpenTelemetry's defaults for the batch span processor: 2048 queued, 512 a batch, 10 s a request.
+    /** `OTEL_BSP_MAX_QUEUE_SIZE`: most ended spans held for export; beyond it new spans are dropped. */
+    maxQueueSize: Config.schema(Integer(1, 1_000_000, "an integer between 1 and 1000000"), "OTEL_BSP_MAX_QUEUE_SIZE").pipe(
+      Config.withDefault(2048)
+    )
+  }).pipe(Config.flatMap(({ resourceAttributes, maxQueueSize }) =>
+    Config.all({
+      /** `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`: most spans in one export request (at most `maxQueueSize`). */
+      maxExportBatchSize: Config.schema(
+        Integer(1, maxQueueSize, `an integer between 1 and OTEL_BSP_MAX_QUEUE_SIZE (${maxQueueSize})`),
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+      ).pipe(Config.withDefault(Math.min(512, maxQueueSize))),
+      /** `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` (the OpenTelemetry default) or `http/json`. */
+      protocol: Config.schema(
+        Schema.Literals(["http/protobuf", "http/json"]).annotate({ message: "http/protobuf or http/json" }),
+        "OTEL_EXPORTER_OTLP_PROTOCOL"
+      ).pipe(Config.withDefault("http/protobuf")),
+      serviceName: Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault(resourceAttributes["service.name"] ?? "hearken")),
+      /** `OTEL_EXPORTER_OTLP_HEADERS`, often a collector's API key. */
+      headers: Config.schema(Schema.RedactedFromValue(KeyValues), "OTEL_EXPORTER_OTLP_HEADERS").pipe(
+        Config.withDefault(Redacted.make<typeof KeyValues.Type>({}))
+      ),
+      /** `OTEL_BSP_SCHEDULE_DELAY`: how often spans are sent (sooner when a full batch waits). */
+      exportIntervalMs: Config.schema(Milliseconds(3_600_000), "OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000)),
+      /** `OTEL_EXPORTER_OTLP_TIMEOUT`: longest one export request may take before its spans are dropped. */
+      exportTimeoutMs: Config.schema(
+        Milliseconds(600_000, "a number of milliseconds between 1 and 600000"),
+        "OTEL_EXPORTER_OTLP_TIMEOUT"
+      ).pipe(Config.withDefault(10_000))
+    }).pipe(Config.map((rest) => ({
+      /** Where spans are POSTed: `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`. */
+      url: tracesUrl(endpoint),
+      resourceAttributes,
+      maxQueueSize,
+      ...rest
+    })))
+  ))
+
+/** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the other OTEL_ variables are read only then). */
+const tracing = Config.option(Config.schema(HttpUrl("an http(s) URL"), "OTEL_EXPORTER_OTLP_ENDPOINT")).pipe(
+  Config.flatMap(Option.match({
+    onNone: () => Config.succeed(Option.none()),
+    onSome: (endpoint) => Config.map(tracingTo(endpoint), Option.some)
+  }))
+)
+
+const serverConfig = Config.all({
+  port: Config.schema(Port, "PORT").pipe(Config.withDefault(3000)),
+  host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+  embeddings,
+  timeouts,
+  databaseUrl: Config.option(Config.schema(
+    Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL")),
+    "DATABASE_URL"
+  )),
+  /** A directory, or `memory`. */
+  pgliteDir: Config.String("PGLITE_DIR").pipe(Config.withDefault(".data/pglite")),
+  redisUrl: Config.option(Config.schema(
+    Schema.RedactedFromValue(UrlString(["redis:", "rediss:"], "a redis:// or rediss:// URL")),
+    "REDIS_URL"
+  )),
+  seedFile: Config.option(Config.String("SEED_FILE")),
+  publicUrl: Config.option(Config.schema(HttpUrl("an http(s) URL"), "PUBLIC_URL")),
+  dashboardOrigin: Config.option(Config.schema(HttpUrl("an http(s) origin"), "DASHBOARD_ORIGIN")).pipe(
+    Config.map(Option.map((url) => url.origin))
+  ),
+  rootDomain: Config.option(Config.schema(DomainName, "ROOT_DOMAIN")),
+  trustProxy: Config.schema(Integer(0, 32, "an integer between 0 and 32"), "TRUST_PROXY").pipe(Config.withDefault(0)),
+  /** Limit on one background call (up to 32 posts): a model on a CPU needs far longer than for one draft. */
+  embeddingsBackfillTimeoutMs: Config.schema(Milliseconds(3_600_000), "EMBEDDINGS_BACKFILL_TIMEOUT_MS").pipe(Config.withDefault(120_000)),
+  /** A post whose embedding failed n times is tried again `base × 2^(n−1)` later, at most an hour. */
+  embeddingsRetryBaseMs: Config.schema(Milliseconds(3_600_000), "EMBEDDINGS_RETRY_BASE_MS").pipe(Config.withDefault(10_000)),
+  suggestionsMaxDistance: Config.schema(Decimal(0, 2, "a number between 0 and 2"), "SUGGESTIONS_MAX_DISTANCE").pipe(Config.withDefault(1)),
+  /** Longest a suggestion's statements may run (at most `databaseStatementTimeoutMs`). */
+  suggestionsStatementTimeoutMs: Config.schema(
+    Milliseconds(3_600_000, "a number of milliseconds between 1 and 3600000"),
+    "SUGGESTIONS_STATEMENT_TIMEOUT_MS"
+  ).pipe(Config.withDefault(1000)),
+  webhookMaxAttempts: Config.schema(Integer(1, 100, "an integer between 1 and 100"), "WEBHOOK_MAX_ATTEMPTS").pipe(Config.withDefault(8)),
+  webhookRetryBaseMs: Config.schema(Milliseconds(86_400_000), "WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(5000)),
+  webhookTimeoutMs: Config.schema(Milliseconds(600_000), "WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
+  webhookWorker: flag("WEBHOOK_WORKER", true),
+  webhookAllowPrivateUrls: flag("WEBHOOK_ALLOW_PRIVATE_URLS", false),
+  rateLimitMultiplier: Config.schema(Decimal(1, 1_000_000, "a number between 1 and 1000000"), "RATE_LIMIT_MULTIPLIER").pipe(
+    Config.withDefault(1)
+  ),
+  logLevel: Config.schema(
+    Word(Object.keys(logLevels) as Array<keyof typeof logLevels>, "one of trace, debug, info, warn, error, fatal, none"),
+    "LOG_LEVEL"
+  ).pipe(Config.map((word): LogLevel.LogLevel => logLevels[word]), Config.withDefault("Info")),
+  tracing,
+  /** `LOG_FORMAT`: `text` for a terminal (the default), `json` for one object per line. */
+  logFormat: Config.schema(Word(["text", "json"], "text or json"), "LOG_FORMAT").pipe(Config.withDefault("text")),
+  // Metrics (decision 0014): `observability/Metrics.ts`.
+  /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
+  metricsPort: Config.option(Config.schema(Port, "METRICS_PORT")),
+  metricsHost: Config.option(Config.String("METRICS_HOST"))
+}).pipe(Config.map(({ timeouts, publicUrl, metricsHost, ...config }) => ({
+  ...config,
+  ...timeouts,
+  publicUrl: Option.getOrElse(publicUrl, () => new URL(`http://localhost:${config.port}`)),
+  /** `METRICS_HOST`: the metrics listener's address (default: `HOST`). */
+  metricsHost: Option.getOrElse(metricsHost, () => config.host)
+})))
+
+export interface ServerConfigShape extends Readonly<Config.Success<typeof serverConfig>> {}
+
+export interface TracingConfig extends Option.Option.Value<ServerConfigShape["tracing"]> {}
+
+/** Hearken's rule: an empty or blank value means unset (Effect's `fromEnv` drops only an empty one). */
+const blankIsUnset = (provider: ConfigProvider.ConfigProvider) =>
+  ConfigProvider.make((path) =>
+    Effect.map(provider.load(path), (node) =>
+      node?.value === undefined || node.value.trim() !== ""
+        ? node
+        : node._tag === "Value"
+        ? undefined
+        : { ...node, value: undefined })
+  )
+
+/** A variable that decodes to a `Redacted` (`Config.Redacted`, `Schema.RedactedFromValue`) is a secret: its value is never printed. */
+const isSecret = (issue: SchemaIssue.Issue): boolean => {
+  const representation = "ast" in issue ? issue.ast.annotations?.representation as { readonly id?: unknown } | undefined : undefined
+  return representation?.id === "effect/schema/Redacted" || ("issue" in issue && isSecret(issue.issue))
+}
+
+/**
+ * The one place a `ConfigError` becomes the start-up line, e.g. `Invalid configuration: PORT must be
+ * a port number between 0 and 65535, got "abc"`: the variable is where the error points, the words
+ * the failed check's `message`, and the value as given follows unless it is a secret.
+ */
+const invalidConfig = Effect.fnUntraced(function*(
+  error: Config.ConfigError,
+  provider: ConfigProvider.ConfigProvider
+): Effect.fn.Return<never, InvalidConfig | Config.ConfigError> {
+  if (!Schema.isSchemaError(error.cause)) return yield* Effect.fail(error)
+  const issue = error.cause.issue
+  // `Config.schema` points a failure at the variable's path: one name here.
+  const variable = issue._tag === "Pointer" ? issue.path.join("_") : "(unknown)"
+  const expected = SchemaIssue.makeFormatterStandardSchemaV1()(issue).issues[0]?.message
+  const given = yield* provider.load([variable]).pipe(Effect.map((node) => node?.value), Effect.orElseSucceed(() => undefined))
+  return yield* new InvalidConfig({
+    variable,
+    reason: isSecret(issue) || given === undefined ? `must be ${expected}` : `must be ${expected}, got ${JSON.stringify(given)}`
   })
 })
 
 export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | Config.ConfigError> = Effect.gen(
   function*() {
-    const port = yield* variable("PORT", integer(0, 65535), "a port number between 0 and 65535", 3000)
-    const host = yield* variable("HOST", anyString, "a host name or address", "0.0.0.0")
-    const embeddingsUrl = yield* optionalVariable("EMBEDDINGS_URL", url(["http:", "https:"]), "an http(s) URL")
-    const embeddingsModel = yield* variable("EMBEDDINGS_MODEL", anyString, "a model name", "text-embedding-3-small")
-    const embeddingsDimensions = yield* variable("EMBEDDINGS_DIMENSIONS", integer(1, 16000), "an integer between 1 and 16000", 1536)
-    const embeddingsApiKey = yield* optionalVariable("EMBEDDINGS_API_KEY", (v) => Redacted.make(v), "a key", true)
-    const databaseStatementTimeoutMs = yield* variable(
-      "DATABASE_STATEMENT_TIMEOUT_MS",
-      integer(1, 3_600_000),
-      "a number of milliseconds between 1 and 3600000",
-      5000
-    )
-    const embeddingsTimeoutMs = yield* variable("EMBEDDINGS_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 1500)
-    // The stall timer also runs while a request is handled (nothing moves on its socket then): it must
-    // outlast what one request may wait on, or a slow request would lose its answer.
-    const handlingMs = databaseStatementTimeoutMs + embeddingsTimeoutMs
-    return {
-      port,
-      host,
-      httpStallTimeoutMs: yield* variable(
-        "HTTP_STALL_TIMEOUT_MS",
-        integer(Math.max(1000, handlingMs + 1), 600_000),
-        `a number of milliseconds of at least 1000, more than DATABASE_STATEMENT_TIMEOUT_MS + EMBEDDINGS_TIMEOUT_MS (${handlingMs}), and at most 600000`,
-        Math.max(60_000, handlingMs + 1)
-      ),
-      databaseUrl: yield* optionalVariable(
-        "DATABASE_URL",
-        secretUrl(["postgres:", "postgresql:"]),
-        "a postgres:// or postgresql:// URL",
-        true
-      ),
-      pgliteDir: yield* variable("PGLITE_DIR", anyString, "a directory or `memory`", ".data/pglite"),
-      databaseStatementTimeoutMs,
-      redisUrl: yield* optionalVariable("REDIS_URL", secretUrl(["redis:", "rediss:"]), "a redis:// or rediss:// URL", true),
-      seedFile: yield* optionalVariable("SEED_FILE", anyString, "a file path"),
-      publicUrl: yield* variable("PUBLIC_URL", url(["http:", "https:"]), "an http(s) URL", new URL(`http://localhost:${port}`)),
-      dashboardOrigin: yield* optionalVariable("DASHBOARD_ORIGIN", origin, "an http(s) origin"),
-      rootDomain: yield* optionalVariable("ROOT_DOMAIN", hostname, "a domain name such as example.com"),
-      trustProxy: yield* variable("TRUST_PROXY", integer(0, 32), "an integer between 0 and 32", 0),
-      embeddings: Option.map(embeddingsUrl, (url) => ({
-        url,
-        model: embeddingsModel,
-        dimensions: embeddingsDimensions,
-        apiKey: embeddingsApiKey
-      })),
-      embeddingsTimeoutMs,
-      embeddingsBackfillTimeoutMs: yield* variable("EMBEDDINGS_BACKFILL_TIMEOUT_MS", integer(1, 3_600_000), "a number of milliseconds", 120_000),
-      embeddingsRetryBaseMs: yield* variable("EMBEDDINGS_RETRY_BASE_MS", integer(1, 3_600_000), "a number of milliseconds", 10_000),
-      suggestionsMaxDistance: yield* variable("SUGGESTIONS_MAX_DISTANCE", decimal(0, 2), "a number between 0 and 2", 1),
-      suggestionsStatementTimeoutMs: yield* variable(
-        "SUGGESTIONS_STATEMENT_TIMEOUT_MS",
-        integer(1, 3_600_000),
-        "a number of milliseconds between 1 and 3600000",
-        1000
-      ),
-      webhookMaxAttempts: yield* variable("WEBHOOK_MAX_ATTEMPTS", integer(1, 100), "an integer between 1 and 100", 8),
-      webhookRetryBaseMs: yield* variable("WEBHOOK_RETRY_BASE_MS", integer(1, 86_400_000), "a number of milliseconds", 5000),
-      webhookTimeoutMs: yield* variable("WEBHOOK_TIMEOUT_MS", integer(1, 600_000), "a number of milliseconds", 10_000),
-      webhookWorker: yield* variable("WEBHOOK_WORKER", boolean, "true or false", true),
-      webhookAllowPrivateUrls: yield* variable("WEBHOOK_ALLOW_PRIVATE_URLS", boolean, "true or false", false),
-      rateLimitMultiplier: yield* variable("RATE_LIMIT_MULTIPLIER", decimal(1, 1_000_000), "a number between 1 and 1000000", 1),
-      logLevel: yield* variable("LOG_LEVEL", (v) => logLevels[v.toLowerCase()], "one of trace, debug, info, warn, error, fatal, none", "Info" as LogLevel.LogLevel),
-
-      // Traces and logs (decision 0013).
-      tracing: yield* loadTracing,
-      logFormat: yield* variable(
-        "LOG_FORMAT",
-        (v): "text" | "json" | undefined => v.toLowerCase() === "json" ? "json" : v.toLowerCase() === "text" ? "text" : undefined,
-        "text or json",
-        "text"
-      ),
-
-      // Metrics (decision 0014).
-      metricsPort: yield* optionalVariable("METRICS_PORT", integer(0, 65535), "a port number between 0 and 65535"),
-      metricsHost: yield* variable("METRICS_HOST", anyString, "a host name or address", host)
-    }
+    const provider = blankIsUnset(yield* ConfigProvider.ConfigProvider)
+    return yield* serverConfig.parse(provider).pipe(Effect.catch((error) => invalidConfig(error, provider)))
   }
 )
 
