@@ -1,11 +1,11 @@
-import { HearkenApi, InternalServerError, RateLimits } from "@hearken/api"
+import { InternalServerError, RateLimits } from "@hearken/api"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
-import { HttpApi } from "effect/http-api"
 import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { InvalidConfig, ServerConfig } from "../config.js"
+import { endpointOf } from "../http/Endpoints.js"
 import * as ErrorBodies from "../http/ErrorBodies.js"
 import { applicationName, poolSize } from "../sql/Database.js"
 
@@ -135,30 +135,6 @@ const spanDropReasons: ReadonlyArray<SpanDropReason> = ["queue_full", "timeout",
  */
 export const spansDropped = (reason: SpanDropReason, count: number, context: Context.Context<never>) =>
   spansDroppedOf({ reason }).updateUnsafe(count, context)
-
-/**
- * The `endpoint` label: the API's endpoint name (`boards`, `feedback`,
- * `health`, …) by method and path, `docs` and `widget` for those pages, and
- * `other` for everything else (unknown routes, CORS preflights), so that no
- * path a client makes up becomes a label.
- */
-const apiEndpoints = (() => {
-  const byRoute = new Map<string, string>()
-  HttpApi.reflect(HearkenApi, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint }) => byRoute.set(`${endpoint.method} ${endpoint.path}`, endpoint.identifier)
-  })
-  return byRoute
-})()
-
-export const endpointOf = (method: string, url: string): string => {
-  const path = url.split("?", 1)[0]!
-  const known = apiEndpoints.get(`${method === "HEAD" ? "GET" : method} ${path}`)
-  if (known !== undefined) return known
-  if (path === "/docs" || path.startsWith("/docs/")) return "docs"
-  if (path === "/widget" || path.startsWith("/widget/")) return "widget"
-  return "other"
-}
 
 /**
  * A failure's status, should a handler's failure reach this middleware (it is
