@@ -48,7 +48,7 @@ export interface ServerConfigShape {
   readonly rateLimitMultiplier: number
   readonly logLevel: LogLevel.LogLevel
 
-  // Metrics (decision 0014): `observability/Metrics.ts`.
+  // Metrics (decision 0014): `observability/Metrics.ts`, `Gauges.ts`, and the listener in `MetricsServer.ts`.
   /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
   readonly metricsPort: Option.Option<number>
   /** `METRICS_HOST`: the metrics listener's address (default: `HOST`). */

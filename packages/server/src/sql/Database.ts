@@ -27,7 +27,7 @@ export const migrate = Effect.gen(function*() {
   Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis"), while: (error) => !unreachable(error) })
 )
 
-/** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Metrics.ts`) count them there. */
+/** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Gauges.ts`) count them there. */
 export const applicationName = `hearken ${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
 /** Connections in the pool on PostgreSQL. */
