@@ -1,7 +1,9 @@
-import { Effect, Metric, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Metric, Option } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
 import { ServerConfig } from "../config.js"
-import { applicationName, poolSize } from "../sql/Database.js"
+import { EmbeddingRepo } from "../embeddings/EmbeddingRepo.js"
+import { poolSessions, poolSize } from "../sql/Database.js"
+import { WebhookRepo } from "../webhooks/WebhookRepo.js"
 import { labelled } from "./Metrics.js"
 
 /**
@@ -37,50 +39,41 @@ const poolMax = Metric.gauge("hearken_db_pool_max_connections", {
 const queueOf = labelled(webhookQueue)
 const poolOf = labelled(poolConnections)
 
-interface QueueRow {
-  readonly due: number
-  readonly scheduled: number
-  readonly held: number
-  readonly oldestDueSeconds: number
-  readonly paused: number
-}
+export class Gauges extends Context.Service<Gauges, {
+  /** Reads the gauges from the database and sets them. */
+  readonly read: Effect.Effect<void, SqlError.SqlError>
+}>()("hearken/Gauges") {
+  static readonly layer = Layer.effect(
+    Gauges,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* ServerConfig
+      const webhooks = yield* WebhookRepo
+      const embeddings = yield* EmbeddingRepo
 
-/** Reads the gauges from the database and sets them. */
-export const readGauges = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const config = yield* ServerConfig
-  // A new delivery's `next_attempt_at` is '-infinity' (due at once): it has been due since it was created.
-  const [queue] = yield* sql<QueueRow>`SELECT
-      count(*) FILTER (WHERE status = 'pending' AND next_attempt_at <= now())::int AS due,
-      count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now())::int AS scheduled,
-      count(*) FILTER (WHERE status = 'held')::int AS held,
-      COALESCE(extract(epoch FROM now() - min(greatest(next_attempt_at, created_at))
-        FILTER (WHERE status = 'pending' AND next_attempt_at <= now())), 0)::float8 AS "oldestDueSeconds",
-      (SELECT count(*) FROM webhook_endpoints WHERE paused_at IS NOT NULL)::int AS paused
-    FROM webhook_deliveries WHERE status IN ('pending', 'held')`
-  if (queue !== undefined) {
-    yield* Metric.update(queueOf({ state: "due" }), queue.due)
-    yield* Metric.update(queueOf({ state: "scheduled" }), queue.scheduled)
-    yield* Metric.update(queueOf({ state: "held" }), queue.held)
-    yield* Metric.update(webhookOldestDue, queue.oldestDueSeconds)
-    yield* Metric.update(webhookPaused, queue.paused)
-  }
-  if (Option.isSome(config.embeddings)) {
-    const { model, dimensions } = config.embeddings.value
-    const [backlog] = yield* sql<{ posts: number }>`SELECT count(*)::int AS posts FROM posts p
-      WHERE p.visibility = 'public' AND NOT EXISTS (
-        SELECT 1 FROM post_embeddings e WHERE e.post_id = p.id AND e.model = ${model} AND e.dimensions = ${dimensions}
-          AND e.source_hash = p.text_hash)`
-    yield* Metric.update(embeddingsBacklog, backlog?.posts ?? 0)
-  }
-  yield* Metric.update(poolMax, poolSize(config))
-  // The pool of @effect/sql-pg does not expose its counts; PostgreSQL knows this instance's sessions by name.
-  if (Option.isSome(config.databaseUrl)) {
-    const [pool] = yield* sql<{ inUse: number; idle: number }>`SELECT
-        count(*) FILTER (WHERE state <> 'idle' AND pid <> pg_backend_pid())::int AS "inUse",
-        count(*) FILTER (WHERE state = 'idle')::int AS idle
-      FROM pg_stat_activity WHERE application_name = ${applicationName}`
-    yield* Metric.update(poolOf({ state: "in_use" }), pool?.inUse ?? 0)
-    yield* Metric.update(poolOf({ state: "idle" }), pool?.idle ?? 0)
-  }
-})
+      const read = Effect.gen(function*() {
+        const queue = yield* webhooks.queueState
+        if (queue !== undefined) {
+          yield* Metric.update(queueOf({ state: "due" }), queue.due)
+          yield* Metric.update(queueOf({ state: "scheduled" }), queue.scheduled)
+          yield* Metric.update(queueOf({ state: "held" }), queue.held)
+          yield* Metric.update(webhookOldestDue, queue.oldestDueSeconds)
+          yield* Metric.update(webhookPaused, queue.paused)
+        }
+        if (Option.isSome(config.embeddings)) {
+          const { model, dimensions } = config.embeddings.value
+          yield* Metric.update(embeddingsBacklog, yield* embeddings.backlog({ name: model, dimensions }))
+        }
+        yield* Metric.update(poolMax, poolSize(config))
+        // PGlite has one connection, and no pool to watch.
+        if (Option.isSome(config.databaseUrl)) {
+          const pool = yield* poolSessions(sql)
+          yield* Metric.update(poolOf({ state: "in_use" }), pool.inUse)
+          yield* Metric.update(poolOf({ state: "idle" }), pool.idle)
+        }
+      })
+
+      return Gauges.of({ read })
+    })
+  ).pipe(Layer.provide([WebhookRepo.layer, EmbeddingRepo.layer]))
+}

@@ -1,11 +1,10 @@
 import { InternalServerError } from "@hearken/api"
 import { Effect, Layer, Option } from "effect"
 import { PrometheusMetrics } from "effect/observability"
-import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { InvalidConfig, ServerConfig } from "../config.js"
 import * as ErrorBodies from "../http/ErrorBodies.js"
-import { readGauges } from "./Gauges.js"
+import { Gauges } from "./Gauges.js"
 import { zeroes } from "./Metrics.js"
 
 const jsonNotFound = ErrorBodies.json(ErrorBodies.routeNotFound)
@@ -18,8 +17,9 @@ const jsonUnreadable = ErrorBodies.json(ErrorBodies.bodyOf(new InternalServerErr
  */
 const listener = (port: number, host: string) =>
   Effect.gen(function*() {
-    const context = yield* Effect.context<SqlClient.SqlClient | ServerConfig>()
-    const scrape = readGauges.pipe(
+    const context = yield* Effect.context<never>()
+    const gauges = yield* Gauges
+    const scrape = gauges.read.pipe(
       Effect.timeout("2 seconds"),
       Effect.catchCause((cause) => Effect.logWarning("Metrics: could not read the database gauges", cause)),
       Effect.andThen(PrometheusMetrics.format()),
@@ -61,5 +61,7 @@ const listener = (port: number, host: string) =>
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
   if (Option.isNone(config.metricsPort)) return Layer.empty
-  return Layer.effectDiscard(Effect.andThen(zeroes, listener(config.metricsPort.value, config.metricsHost)))
+  return Layer.effectDiscard(Effect.andThen(zeroes, listener(config.metricsPort.value, config.metricsHost))).pipe(
+    Layer.provide(Gauges.layer)
+  )
 }))
