@@ -29,6 +29,7 @@ import { Contacts } from "./identity/Contacts.js"
 import { IdentityTokens } from "./identity/IdentityTokens.js"
 import * as RateLimitHttp from "./rate-limit/http.js"
 import { Metrics } from "./observability/Metrics.js"
+import * as MetricsServer from "./observability/MetricsServer.js"
 import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
 import { Calibrator } from "./suggestions/Calibrator.js"
@@ -101,9 +102,10 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
  * rate limiter's Redis connection used to leave a connection accepted with no
  * handler, never answered). `HttpRouter.serve` then finds both layers already
  * built (layers are memoized). The few milliseconds left between listening
- * and attaching the handler are covered by `NodeErrors`' JSON 503.
+ * and attaching the handler are covered by `NodeErrors`' JSON 503. The
+ * metrics listener (with `METRICS_PORT`) opens alongside, before `PORT`.
  */
-const RoutesReady = Layer.provideMerge(Routes, HttpRouter.layer).pipe(
+const RoutesReady = Layer.merge(Layer.provideMerge(Routes, HttpRouter.layer), MetricsServer.layer).pipe(
   Layer.provideMerge(NodeHttpServer.layerHttpServices)
 )
 
@@ -150,4 +152,4 @@ export const App = Layer.mergeAll(
 export const Tooling = Database.layer.pipe(Layer.provideMerge(Observability))
 
 /** `npm run worker`: webhook delivery alone, for dedicated worker processes. */
-export const Worker = Layer.merge(WebhookWorker.layerAlways, Metrics.layerListener).pipe(Layer.provide(Tooling))
+export const Worker = Layer.merge(WebhookWorker.layerAlways, MetricsServer.layer).pipe(Layer.provide(Tooling))

@@ -245,7 +245,7 @@ const serverConfig = Config.all({
   tracing,
   /** `LOG_FORMAT`: `text` for a terminal (the default), `json` for one object per line. */
   logFormat: Config.schema(Word(["text", "json"], "text or json"), "LOG_FORMAT").pipe(Config.withDefault("text")),
-  // Metrics (decision 0014): `observability/Metrics.ts`.
+  // Metrics (decision 0014): `observability/Metrics.ts`, `Gauges.ts`, and the listener in `MetricsServer.ts`.
   /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
   metricsPort: Config.option(Config.schema(Port, "METRICS_PORT")),
   metricsHost: Config.option(Config.String("METRICS_HOST"))

@@ -130,6 +130,12 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
    * model's index once per sampled post.
    */
   readonly neighbourDistances: (model: Model, boardId: string, sample: number) => Effect.Effect<ReadonlyArray<number>, SqlError.SqlError>
+  /**
+   * How many public posts have no embedding of their current text for the
+   * model, database-wide: what the back-fill has left (the metrics' gauge,
+   * `observability/Gauges.ts`).
+   */
+  readonly backlog: (model: Model) => Effect.Effect<number, SqlError.SqlError>
 }>()("hearken/EmbeddingRepo") {
   static readonly layer = Layer.effect(
     EmbeddingRepo,
@@ -280,7 +286,14 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         return rows.flatMap((row) => row.d === null || !Number.isFinite(row.d) ? [] : [row.d]).sort((a, b) => a - b)
       })
 
-      return EmbeddingRepo.of({ ensureIndex, claim, store, release, fail, nearest, neighbourDistances })
+      // Not `Effect.fn`: read on every scrape, which makes no span of its own (its statement's is the only one).
+      const backlog = (model: Model) =>
+        sql<{ posts: number }>`SELECT count(*)::int AS posts FROM posts p
+          WHERE p.visibility = 'public' AND NOT EXISTS (
+            SELECT 1 FROM post_embeddings e WHERE e.post_id = p.id AND e.model = ${model.name} AND e.dimensions = ${model.dimensions}
+              AND e.source_hash = p.text_hash)`.pipe(Effect.map((rows) => rows[0]?.posts ?? 0))
+
+      return EmbeddingRepo.of({ ensureIndex, claim, store, release, fail, nearest, neighbourDistances, backlog })
     })
   )
 }

@@ -1,20 +1,18 @@
-import { HearkenApi, InternalServerError, RateLimits } from "@hearken/api"
+import { RateLimits } from "@hearken/api"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
-import { HttpApi } from "effect/http-api"
-import { PrometheusMetrics } from "effect/observability"
-import { SqlClient } from "effect/sql"
-import { createServer } from "node:http"
-import { InvalidConfig, ServerConfig } from "../config.js"
+import { ServerConfig } from "../config.js"
+import { endpointOf } from "../http/Endpoints.js"
 import * as ErrorBodies from "../http/ErrorBodies.js"
-import { applicationName, poolSize } from "../sql/Database.js"
 
 /**
- * Prometheus metrics (decision 0014). Labels are bounded: endpoint names, status
- * codes and fixed outcomes only, never an organization, an address or a post.
- * Counters are cheap updates wherever they happen; everything else (the
- * request middleware, the listener, the scrape-time queries) exists only
- * with `METRICS_PORT` set.
+ * Prometheus metrics (decision 0014): the counters and histograms, what
+ * updates them, and the request middleware. Labels are bounded: endpoint
+ * names, status codes and fixed outcomes only, never an organization, an
+ * address or a post. Counters are cheap updates wherever they happen;
+ * everything else (the request middleware here, the listener in
+ * `MetricsServer.ts`, the database gauges in `Gauges.ts`) exists only with
+ * `METRICS_PORT` set.
  */
 
 /** Seconds: a cached GET takes a few milliseconds, a suggestion up to the embeddings timeout. */
@@ -62,35 +60,13 @@ const traceSpansDropped = (attributes: Record<string, string>) =>
     incremental: true,
     attributes
   })
-const webhookQueue = (attributes: Record<string, string>) =>
-  Metric.gauge("hearken_webhook_queue_depth", {
-    description: "Webhook deliveries waiting, database-wide: due (to send now), scheduled (a retry later), held (endpoint paused)",
-    attributes
-  })
-const webhookOldestDue = Metric.gauge("hearken_webhook_oldest_due_age_seconds", {
-  description: "How long the oldest due webhook delivery has been waiting (0 when none is due), database-wide"
-})
-const webhookPaused = Metric.gauge("hearken_webhook_paused_endpoints", {
-  description: "Webhook endpoints paused after repeated failures, database-wide"
-})
-const embeddingsBacklog = Metric.gauge("hearken_embeddings_backlog_posts", {
-  description: "Public posts without an embedding of their current text for the configured model, database-wide"
-})
-const poolConnections = (attributes: Record<string, string>) =>
-  Metric.gauge("hearken_db_pool_connections", {
-    description: "This instance's PostgreSQL connections: in_use (running a statement or in a transaction) and idle",
-    attributes
-  })
-const poolMax = Metric.gauge("hearken_db_pool_max_connections", {
-  description: "The most connections this instance's pool opens"
-})
 
 /**
  * One metric per label set, made once with its attributes: a request only
  * looks it up (`Metric.withAttributes` would copy the fiber's context on every
  * update).
  */
-const labelled = <M extends Metric.Metric<any, any>>(make: (attributes: Record<string, string>) => M) => {
+export const labelled = <M extends Metric.Metric<any, any>>(make: (attributes: Record<string, string>) => M) => {
   const cache = new Map<string, M>()
   return (attributes: Record<string, string>): M => {
     const key = Object.values(attributes).join("\u0000")
@@ -137,30 +113,6 @@ export const spansDropped = (reason: SpanDropReason, count: number, context: Con
   spansDroppedOf({ reason }).updateUnsafe(count, context)
 
 /**
- * The `endpoint` label: the API's endpoint name (`boards`, `feedback`,
- * `health`, …) by method and path, `docs` and `widget` for those pages, and
- * `other` for everything else (unknown routes, CORS preflights), so that no
- * path a client makes up becomes a label.
- */
-const apiEndpoints = (() => {
-  const byRoute = new Map<string, string>()
-  HttpApi.reflect(HearkenApi, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint }) => byRoute.set(`${endpoint.method} ${endpoint.path}`, endpoint.identifier)
-  })
-  return byRoute
-})()
-
-export const endpointOf = (method: string, url: string): string => {
-  const path = url.split("?", 1)[0]!
-  const known = apiEndpoints.get(`${method === "HEAD" ? "GET" : method} ${path}`)
-  if (known !== undefined) return known
-  if (path === "/docs" || path.startsWith("/docs/")) return "docs"
-  if (path === "/widget" || path.startsWith("/widget/")) return "widget"
-  return "other"
-}
-
-/**
  * A failure's status, should a handler's failure reach this middleware (it is
  * outermost in App.ts, so `http/Edge.ts` has already answered it): an
  * unknown route is the 404 the fallback sends.
@@ -189,105 +141,11 @@ const requestMetrics = HttpRouter.middleware((httpEffect) =>
       }))
   }), { global: true })
 
-const queueOf = labelled(webhookQueue)
-const poolOf = labelled(poolConnections)
-
-interface QueueRow {
-  readonly due: number
-  readonly scheduled: number
-  readonly held: number
-  readonly oldestDueSeconds: number
-  readonly paused: number
-}
-
-/** The gauges the database knows, read at scrape time: nothing runs while nobody scrapes. */
-const readGauges = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const config = yield* ServerConfig
-  // A new delivery's `next_attempt_at` is '-infinity' (due at once): it has been due since it was created.
-  const [queue] = yield* sql<QueueRow>`SELECT
-      count(*) FILTER (WHERE status = 'pending' AND next_attempt_at <= now())::int AS due,
-      count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now())::int AS scheduled,
-      count(*) FILTER (WHERE status = 'held')::int AS held,
-      COALESCE(extract(epoch FROM now() - min(greatest(next_attempt_at, created_at))
-        FILTER (WHERE status = 'pending' AND next_attempt_at <= now())), 0)::float8 AS "oldestDueSeconds",
-      (SELECT count(*) FROM webhook_endpoints WHERE paused_at IS NOT NULL)::int AS paused
-    FROM webhook_deliveries WHERE status IN ('pending', 'held')`
-  if (queue !== undefined) {
-    yield* Metric.update(queueOf({ state: "due" }), queue.due)
-    yield* Metric.update(queueOf({ state: "scheduled" }), queue.scheduled)
-    yield* Metric.update(queueOf({ state: "held" }), queue.held)
-    yield* Metric.update(webhookOldestDue, queue.oldestDueSeconds)
-    yield* Metric.update(webhookPaused, queue.paused)
-  }
-  if (Option.isSome(config.embeddings)) {
-    const { model, dimensions } = config.embeddings.value
-    const [backlog] = yield* sql<{ posts: number }>`SELECT count(*)::int AS posts FROM posts p
-      WHERE p.visibility = 'public' AND NOT EXISTS (
-        SELECT 1 FROM post_embeddings e WHERE e.post_id = p.id AND e.model = ${model} AND e.dimensions = ${dimensions}
-          AND e.source_hash = p.text_hash)`
-    yield* Metric.update(embeddingsBacklog, backlog?.posts ?? 0)
-  }
-  yield* Metric.update(poolMax, poolSize(config))
-  // The pool of @effect/sql-pg does not expose its counts; PostgreSQL knows this instance's sessions by name.
-  if (Option.isSome(config.databaseUrl)) {
-    const [pool] = yield* sql<{ inUse: number; idle: number }>`SELECT
-        count(*) FILTER (WHERE state <> 'idle' AND pid <> pg_backend_pid())::int AS "inUse",
-        count(*) FILTER (WHERE state = 'idle')::int AS idle
-      FROM pg_stat_activity WHERE application_name = ${applicationName}`
-    yield* Metric.update(poolOf({ state: "in_use" }), pool?.inUse ?? 0)
-    yield* Metric.update(poolOf({ state: "idle" }), pool?.idle ?? 0)
-  }
-})
-
-const jsonNotFound = ErrorBodies.json(ErrorBodies.routeNotFound)
-const jsonUnreadable = ErrorBodies.json(ErrorBodies.bodyOf(new InternalServerError({ message: "metrics: could not be formatted" })))
-
 /**
- * `GET /metrics` on `METRICS_PORT` (at `METRICS_HOST`), a listener of its
- * own: never on the public port. A scrape reads the gauges first; if the
- * database does not answer, the counters are still served.
+ * Starts every labelled series at 0, so that a rate over them exists before
+ * the first event: the listener runs it as it starts (`MetricsServer.ts`).
  */
-const listener = (port: number, host: string) =>
-  Effect.gen(function*() {
-    const context = yield* Effect.context<SqlClient.SqlClient | ServerConfig>()
-    const scrape = readGauges.pipe(
-      Effect.timeout("2 seconds"),
-      Effect.catchCause((cause) => Effect.logWarning("Metrics: could not read the database gauges", cause)),
-      Effect.andThen(PrometheusMetrics.format()),
-      Effect.provide(context)
-    )
-    const server = createServer((req, res) => {
-      if (req.method !== "GET" || req.url?.split("?", 1)[0] !== "/metrics") {
-        res.writeHead(404, { "content-type": "application/json" }).end(jsonNotFound)
-        return
-      }
-      Effect.runPromise(scrape).then(
-        (body) => res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(body),
-        () => res.writeHead(500, { "content-type": "application/json" }).end(jsonUnreadable)
-      )
-    })
-    yield* Effect.acquireRelease(
-      Effect.callback<void, InvalidConfig>((resume) => {
-        server.once("error", (error: NodeJS.ErrnoException) =>
-          resume(Effect.fail(
-            new InvalidConfig({
-              variable: "METRICS_PORT",
-              reason: `cannot be listened on at ${host}:${port}: ${error.code === "EADDRINUSE" ? "the address is in use" : error.message}`
-            })
-          )))
-        server.listen(port, host, () => resume(Effect.void))
-      }),
-      () => Effect.callback<void>((resume) => {
-        server.close(() => resume(Effect.void))
-        server.closeAllConnections()
-      })
-    )
-    yield* Effect.logDebug(`Metrics on http://${host}:${port}/metrics`)
-  })
-
-/** Starts every labelled series at 0, so that a rate over them exists before the first event. */
-const zeroes = Effect.gen(function*() {
+export const zeroes = Effect.gen(function*() {
   for (const endpoint of Object.keys(RateLimits)) {
     for (const decision of ["allowed", "limited", "unavailable"] as const) yield* Metric.update(decisionOf({ endpoint, decision }), 0)
   }
@@ -297,16 +155,9 @@ const zeroes = Effect.gen(function*() {
 })
 
 export class Metrics {
-  /** For workers (`npm run worker`): the listener alone, no HTTP requests to count. */
-  static readonly layerListener = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    if (Option.isNone(config.metricsPort)) return Layer.empty
-    return Layer.effectDiscard(Effect.andThen(zeroes, listener(config.metricsPort.value, config.metricsHost)))
-  }))
-
-  /** With `METRICS_PORT`: the request middleware and the metrics listener; without it, nothing. */
+  /** With `METRICS_PORT`: the request middleware; without it, nothing (the listener: `MetricsServer.layer`). */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {
     const config = yield* ServerConfig
-    return Option.isNone(config.metricsPort) ? Layer.empty : Layer.mergeAll(requestMetrics, Metrics.layerListener)
+    return Option.isNone(config.metricsPort) ? Layer.empty : requestMetrics
   }))
 }

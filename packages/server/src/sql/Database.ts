@@ -27,8 +27,22 @@ export const migrate = Effect.gen(function*() {
   Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis"), while: (error) => !unreachable(error) })
 )
 
-/** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Metrics.ts`) count them there. */
+/** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Gauges.ts`) count them there. */
 export const applicationName = `hearken ${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+
+/**
+ * This process's sessions on PostgreSQL, by `applicationName`: `inUse`
+ * (running a statement or in a transaction, the caller's own session not
+ * counted) and `idle`. The pool of `@effect/sql-pg` does not expose its
+ * counts; PostgreSQL knows them.
+ */
+export const poolSessions = (sql: SqlClient.SqlClient) =>
+  sql<{ inUse: number; idle: number }>`SELECT
+      count(*) FILTER (WHERE state <> 'idle' AND pid <> pg_backend_pid())::int AS "inUse",
+      count(*) FILTER (WHERE state = 'idle')::int AS idle
+    FROM pg_stat_activity WHERE application_name = ${applicationName}`.pipe(
+    Effect.map(([row]) => ({ inUse: row?.inUse ?? 0, idle: row?.idle ?? 0 }))
+  )
 
 /** Connections in the pool on PostgreSQL. */
 export const postgresPoolSize = 10

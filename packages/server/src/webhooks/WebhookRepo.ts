@@ -67,6 +67,20 @@ export interface PausePolicy {
   readonly stretchMs: number
 }
 
+/** The queue, database-wide, as the metrics' gauges show it (`observability/Gauges.ts`). */
+export interface QueueState {
+  /** Pending deliveries due now. */
+  readonly due: number
+  /** Pending deliveries waiting for a retry later. */
+  readonly scheduled: number
+  /** Deliveries held while their endpoint is paused. */
+  readonly held: number
+  /** How long the oldest due delivery has been waiting; 0 when none is due. */
+  readonly oldestDueSeconds: number
+  /** Endpoints paused after repeated failures. */
+  readonly paused: number
+}
+
 const iso = (ms: number) => new Date(ms).toISOString()
 
 type Sql = SqlClient.SqlClient
@@ -121,6 +135,8 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
   readonly resume: (endpointId: string) => Q<{ readonly wasPaused: boolean; readonly released: number } | undefined>
   /** Wakes every listening worker. */
   readonly notify: Q<void>
+  /** The queue's depth and age and the paused endpoints, in one statement. */
+  readonly queueState: Q<QueueState | undefined>
 }>()("hearken/WebhookRepo") {
   static readonly layer = Layer.effect(
     WebhookRepo,
@@ -300,6 +316,16 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           return { wasPaused: endpoint.wasPaused, released: released.length }
         }))
 
+      // A new delivery's `next_attempt_at` is '-infinity' (due at once): it has been due since it was created.
+      const queueState = sql<QueueState>`SELECT
+          count(*) FILTER (WHERE status = 'pending' AND next_attempt_at <= now())::int AS due,
+          count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now())::int AS scheduled,
+          count(*) FILTER (WHERE status = 'held')::int AS held,
+          COALESCE(extract(epoch FROM now() - min(greatest(next_attempt_at, created_at))
+            FILTER (WHERE status = 'pending' AND next_attempt_at <= now())), 0)::float8 AS "oldestDueSeconds",
+          (SELECT count(*) FROM webhook_endpoints WHERE paused_at IS NOT NULL)::int AS paused
+        FROM webhook_deliveries WHERE status IN ('pending', 'held')`.pipe(Effect.map((rows) => rows[0]))
+
       return WebhookRepo.of({
         upsertEndpoint,
         enqueue,
@@ -309,7 +335,8 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
         listFailed,
         redeliver,
         resume,
-        notify: sql`SELECT pg_notify('hearken_webhooks', '')`.pipe(Effect.asVoid)
+        notify: sql`SELECT pg_notify('hearken_webhooks', '')`.pipe(Effect.asVoid),
+        queueState
       })
     })
   )

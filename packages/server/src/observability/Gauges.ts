@@ -1,0 +1,79 @@
+import { Context, Effect, Layer, Metric, Option } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { ServerConfig } from "../config.js"
+import { EmbeddingRepo } from "../embeddings/EmbeddingRepo.js"
+import { poolSessions, poolSize } from "../sql/Database.js"
+import { WebhookRepo } from "../webhooks/WebhookRepo.js"
+import { labelled } from "./Metrics.js"
+
+/**
+ * The gauges the database knows (decision 0014), read when Prometheus
+ * scrapes: nothing runs while nobody scrapes. The webhook queue and the
+ * embedding backlog are database-wide (every instance reports the same
+ * values); the pool is this instance's.
+ */
+
+const webhookQueue = (attributes: Record<string, string>) =>
+  Metric.gauge("hearken_webhook_queue_depth", {
+    description: "Webhook deliveries waiting, database-wide: due (to send now), scheduled (a retry later), held (endpoint paused)",
+    attributes
+  })
+const webhookOldestDue = Metric.gauge("hearken_webhook_oldest_due_age_seconds", {
+  description: "How long the oldest due webhook delivery has been waiting (0 when none is due), database-wide"
+})
+const webhookPaused = Metric.gauge("hearken_webhook_paused_endpoints", {
+  description: "Webhook endpoints paused after repeated failures, database-wide"
+})
+const embeddingsBacklog = Metric.gauge("hearken_embeddings_backlog_posts", {
+  description: "Public posts without an embedding of their current text for the configured model, database-wide"
+})
+const poolConnections = (attributes: Record<string, string>) =>
+  Metric.gauge("hearken_db_pool_connections", {
+    description: "This instance's PostgreSQL connections: in_use (running a statement or in a transaction) and idle",
+    attributes
+  })
+const poolMax = Metric.gauge("hearken_db_pool_max_connections", {
+  description: "The most connections this instance's pool opens"
+})
+
+const queueOf = labelled(webhookQueue)
+const poolOf = labelled(poolConnections)
+
+export class Gauges extends Context.Service<Gauges, {
+  /** Reads the gauges from the database and sets them. */
+  readonly read: Effect.Effect<void, SqlError.SqlError>
+}>()("hearken/Gauges") {
+  static readonly layer = Layer.effect(
+    Gauges,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* ServerConfig
+      const webhooks = yield* WebhookRepo
+      const embeddings = yield* EmbeddingRepo
+
+      const read = Effect.gen(function*() {
+        const queue = yield* webhooks.queueState
+        if (queue !== undefined) {
+          yield* Metric.update(queueOf({ state: "due" }), queue.due)
+          yield* Metric.update(queueOf({ state: "scheduled" }), queue.scheduled)
+          yield* Metric.update(queueOf({ state: "held" }), queue.held)
+          yield* Metric.update(webhookOldestDue, queue.oldestDueSeconds)
+          yield* Metric.update(webhookPaused, queue.paused)
+        }
+        if (Option.isSome(config.embeddings)) {
+          const { model, dimensions } = config.embeddings.value
+          yield* Metric.update(embeddingsBacklog, yield* embeddings.backlog({ name: model, dimensions }))
+        }
+        yield* Metric.update(poolMax, poolSize(config))
+        // PGlite has one connection, and no pool to watch.
+        if (Option.isSome(config.databaseUrl)) {
+          const pool = yield* poolSessions(sql)
+          yield* Metric.update(poolOf({ state: "in_use" }), pool.inUse)
+          yield* Metric.update(poolOf({ state: "idle" }), pool.idle)
+        }
+      })
+
+      return Gauges.of({ read })
+    })
+  ).pipe(Layer.provide([WebhookRepo.layer, EmbeddingRepo.layer]))
+}
