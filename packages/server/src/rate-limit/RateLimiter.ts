@@ -79,17 +79,21 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     Layer.effect(
       RateLimiter,
       Effect.gen(function*() {
+        // ioredis reports every failed reconnection; one line per 10 s is enough. On the layer's own
+        // services, so the line goes through the configured logger and the time through the Clock.
+        const fork = Effect.runForkWith(yield* Effect.context<never>())
+        let lastLog = -Infinity
+        const unavailable = (error: Error) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            if (now - lastLog < 10_000) return Effect.void
+            lastLog = now
+            return Effect.logWarning(`Redis for rate limiting is unavailable: ${error.message}`)
+          })
         const client = yield* Effect.acquireRelease(
           Effect.sync(() => {
             const redis = new Redis(Redacted.value(url), redisOptions)
             redis.defineCommand("hearkenGcra", { numberOfKeys: 1, lua: redisScript })
-            let lastLog = 0
-            redis.on("error", (error: Error) => {
-              // ioredis reports every failed reconnection; one line per 10 s is enough.
-              if (Date.now() - lastLog < 10_000) return
-              lastLog = Date.now()
-              Effect.runFork(Effect.logWarning(`Redis for rate limiting is unavailable: ${error.message}`))
-            })
+            redis.on("error", (error: Error) => void fork(unavailable(error)))
             return redis
           }),
           (redis) => Effect.sync(() => redis.disconnect())
