@@ -41,3 +41,14 @@ export class RateLimitUnavailableError extends Schema.TaggedError<RateLimitUnava
   { message: Schema.optionalKey(Schema.String) },
   { httpApiStatus: 503 }
 ) {}
+
+/** Every error the API answers with, by `_tag`: what a body's `_tag` may be. */
+export const ApiErrors = {
+  DataValidationError,
+  UnauthorizedError,
+  NotFoundError,
+  RateLimitExceededError,
+  InternalServerError,
+  RateLimitUnavailableError
+} as const
+export type ApiError = InstanceType<typeof ApiErrors[keyof typeof ApiErrors]>

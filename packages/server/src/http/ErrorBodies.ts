@@ -1,11 +1,4 @@
-import {
-  DataValidationError,
-  InternalServerError,
-  NotFoundError,
-  RateLimitExceededError,
-  RateLimitUnavailableError,
-  UnauthorizedError
-} from "@hearken/api"
+import { type ApiError, ApiErrors } from "@hearken/api"
 import { Cause, Option, Schema } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"
 
@@ -17,41 +10,21 @@ import { HttpServerError, HttpServerResponse } from "effect/http"
  * `errors.ts`) encoded, with the status the class declares, so these answers
  * cannot drift from what the endpoints send and the OpenAPI document lists.
  */
-export type ApiError =
-  | DataValidationError
-  | InternalServerError
-  | NotFoundError
-  | RateLimitExceededError
-  | RateLimitUnavailableError
-  | UnauthorizedError
-
-const classes = {
-  DataValidationError,
-  InternalServerError,
-  NotFoundError,
-  RateLimitExceededError,
-  RateLimitUnavailableError,
-  UnauthorizedError
-} as const
+export type { ApiError }
 
 type Tag = ApiError["_tag"]
 /** A body as the schemas encode it. */
-export type ErrorBody = { readonly [K in Tag]: typeof classes[K]["Encoded"] }[Tag]
+export type ErrorBody = { readonly [K in Tag]: typeof ApiErrors[K]["Encoded"] }[Tag]
 
-const encoders: { readonly [K in Tag]: (error: Extract<ApiError, { readonly _tag: K }>) => ErrorBody } = {
-  DataValidationError: Schema.encodeSync(DataValidationError),
-  InternalServerError: Schema.encodeSync(InternalServerError),
-  NotFoundError: Schema.encodeSync(NotFoundError),
-  RateLimitExceededError: Schema.encodeSync(RateLimitExceededError),
-  RateLimitUnavailableError: Schema.encodeSync(RateLimitUnavailableError),
-  UnauthorizedError: Schema.encodeSync(UnauthorizedError)
-}
+const encoders = Object.fromEntries(
+  Object.entries(ApiErrors).map(([tag, schema]) => [tag, Schema.encodeSync(schema as Schema.Codec<ApiError, ErrorBody>)])
+) as { readonly [K in Tag]: (error: ApiError) => ErrorBody }
 
 /** The error's body, encoded by its class's schema. */
-export const bodyOf = (error: ApiError): ErrorBody => (encoders[error._tag] as (error: ApiError) => ErrorBody)(error)
+export const bodyOf = (error: ApiError): ErrorBody => encoders[error._tag](error)
 
 /** The status `errors.ts` gives the error's class (`httpApiStatus`). */
-export const statusOf = (error: ApiError): number => classes[error._tag].ast.annotations?.["httpApiStatus"] as number
+export const statusOf = (error: ApiError): number => ApiErrors[error._tag].ast.annotations?.["httpApiStatus"] as number
 
 /**
  * An unknown route: the bare `{"_tag":"NotFoundError"}`, no message. Written
