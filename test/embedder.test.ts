@@ -77,7 +77,7 @@ const Env = Layer.unwrap(Effect.gen(function*() {
     EMBEDDINGS_DIMENSIONS: "16",
     EMBEDDINGS_RETRY_BASE_MS: String(baseMs)
   }
-  return Layer.mergeAll(EmbeddingRound.layer, Layer.succeed(Fake, fake)).pipe(
+  return Layer.mergeAll(EmbeddingRound.layerNoDeps, Layer.succeed(Fake, fake)).pipe(
     Layer.provideMerge(Core),
     Layer.provideMerge(ServerConfig.layer),
     Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))

@@ -88,7 +88,7 @@ export class Embedder {
       )
     )
     yield* Effect.logDebug(`Embedding worker started for ${round.model.name} (${round.model.dimensions} dimensions)`)
-  })).pipe(Layer.provide(EmbeddingRound.layer))
+  })).pipe(Layer.provide(EmbeddingRound.layerNoDeps))
 
   /** Runs when `EMBEDDINGS_URL` is set. */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {

@@ -30,7 +30,8 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
    */
   readonly run: (postIds?: ReadonlyArray<string>, links?: ReadonlyArray<Tracer.AnySpan>) => Effect.Effect<StepResult>
 }>()("hearken/EmbeddingRound") {
-  static readonly layer = Layer.effect(
+  /** Needs `Embeddings`, the `EmbeddingRepo`, the `Sanitizer` and the `EmbeddingSignal` (the one `Feedback` tells of new posts). */
+  static readonly layerNoDeps = Layer.effect(
     EmbeddingRound,
     Effect.gen(function*() {
       const config = yield* ServerConfig
@@ -102,5 +103,9 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
 
       return EmbeddingRound.of({ model, run })
     })
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(
+    Layer.provide([Embeddings.layer, EmbeddingRepo.layer, Sanitizer.layer, EmbeddingSignal.layer])
   )
 }

@@ -31,6 +31,7 @@ export const largeBoardRefreshMs = 60_000
  * private, gone), measures each one's nearest-neighbour distances again, then
  * the model's pool. The cost of a board is bounded by `sampleSize`, whatever
  * its size, and a board larger than `exactUpTo` is measured at most once a minute.
+ * Needs the `CalibrationRepo`, which `App.ts` provides.
  */
 export class Calibrator {
   static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
@@ -78,7 +79,7 @@ export class Calibrator {
       Effect.andThen(() => loop)
     )
     yield* Effect.forkScoped(loop)
-  })).pipe(Layer.provide(CalibrationRepo.layer))
+  }))
 
   /** Runs when `EMBEDDINGS_URL` is set. */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {

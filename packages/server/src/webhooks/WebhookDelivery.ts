@@ -32,7 +32,8 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
   /** Claims what is due and attempts all of it; yields how many. */
   readonly deliverDue: Effect.Effect<number>
 }>()("hearken/WebhookDelivery") {
-  static readonly layer = Layer.effect(
+  /** Needs the `WebhookRepo` and the `WebhookTransport`. */
+  static readonly layerNoDeps = Layer.effect(
     WebhookDelivery,
     Effect.gen(function*() {
       const config = yield* ServerConfig
@@ -112,5 +113,7 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
 
       return WebhookDelivery.of({ claim, attempt, deliverDue })
     })
-  ).pipe(Layer.provide([WebhookRepo.layer, WebhookTransport.layer]))
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([WebhookRepo.layer, WebhookTransport.layer]))
 }

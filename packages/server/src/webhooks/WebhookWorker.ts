@@ -2,6 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Fiber, Layer, Option, Queue } from "effect"
 import { ServerConfig } from "../config.js"
 import { concurrency, pollMs } from "./limits.js"
+import { WebhookTransport } from "./Transport.js"
 import { persistMs, WebhookDelivery } from "./WebhookDelivery.js"
 
 /** Rings `bell` whenever a delivery is inserted anywhere (NOTIFY from the outbox trigger). */
@@ -85,6 +86,7 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  * The webhook worker, a background layer: in the server unless
  * `WEBHOOK_WORKER=false`, or alone (`npm run worker`). Several may run
  * against one database; leases keep them from sending the same attempt twice.
+ * Needs the `WebhookRepo`, which `App.ts` provides.
  */
 export class WebhookWorker {
   /** Always runs. LISTEN needs a connection of its own, which the embedded database cannot spare: it polls. */
@@ -95,7 +97,7 @@ export class WebhookWorker {
     yield* Effect.addFinalizer(() => drain(inFlight, config.webhookTimeoutMs + persistMs + 1_000))
     yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl), inFlight))
     yield* Effect.logDebug("Webhook worker started")
-  })).pipe(Layer.provide(WebhookDelivery.layer))
+  })).pipe(Layer.provide(WebhookDelivery.layerNoDeps), Layer.provide(WebhookTransport.layer))
 
   /** Runs when `WEBHOOK_WORKER` is on (the default). */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {
