@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Core } from "../packages/server/dist/App.js"
 import { ServerConfig } from "../packages/server/dist/config.js"
-import { batchSize, EmbeddingRound, maxRetryMs } from "../packages/server/dist/embeddings/Embedder.js"
+import { batchSize, EmbeddingRound, maxRetryMs } from "../packages/server/dist/embeddings/EmbeddingRound.js"
 import { EmbeddingRepo } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
 import { embeddingInput, Embeddings, inInputOrder } from "../packages/server/dist/embeddings/Embeddings.js"
 import { createDatabase } from "./support/database.js"
@@ -77,7 +77,7 @@ const Env = Layer.unwrap(Effect.gen(function*() {
     EMBEDDINGS_DIMENSIONS: "16",
     EMBEDDINGS_RETRY_BASE_MS: String(baseMs)
   }
-  return Layer.mergeAll(EmbeddingRound.layer, Layer.succeed(Fake, fake)).pipe(
+  return Layer.mergeAll(EmbeddingRound.layerNoDeps, Layer.succeed(Fake, fake)).pipe(
     Layer.provideMerge(Core),
     Layer.provideMerge(ServerConfig.layer),
     Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))

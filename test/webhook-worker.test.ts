@@ -12,7 +12,7 @@ import { redactUrl } from "../packages/server/dist/webhooks/redactUrl.js"
 import { backoffMs, judge, parseRetryAfter } from "../packages/server/dist/webhooks/RetryPolicy.js"
 import { WebhookRepo } from "../packages/server/dist/webhooks/WebhookRepo.js"
 import { concurrency, leaseMs, pausePolicy, perEndpoint } from "../packages/server/dist/webhooks/limits.js"
-import { WebhookDelivery } from "../packages/server/dist/webhooks/WebhookWorker.js"
+import { WebhookDelivery } from "../packages/server/dist/webhooks/WebhookDelivery.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 

@@ -8,7 +8,8 @@ import { Boards } from "./boards/Boards.js"
 import { PublicAnswers } from "./caching/PublicAnswers.js"
 import { ServerConfig } from "./config.js"
 import { Sanitizer } from "./content/Sanitizer.js"
-import { Embedder, EmbeddingSignal } from "./embeddings/Embedder.js"
+import { Embedder } from "./embeddings/Embedder.js"
+import { EmbeddingSignal } from "./embeddings/EmbeddingSignal.js"
 import { EmbeddingRepo } from "./embeddings/EmbeddingRepo.js"
 import { Embeddings } from "./embeddings/Embeddings.js"
 import * as ApiDocs from "./docs/Docs.js"
@@ -34,6 +35,9 @@ import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
 import { Calibrator } from "./suggestions/Calibrator.js"
 import * as LexiconBackfill from "./lexicon/LexiconBackfill.js"
+import { CalibrationRepo } from "./suggestions/CalibrationRepo.js"
+import { Semantic } from "./suggestions/Semantic.js"
+import { SuggestionQueries } from "./suggestions/SuggestionQueries.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
 import { Updates } from "./updates/Updates.js"
 import { WebhookOutbox } from "./webhooks/Outbox.js"
@@ -42,12 +46,25 @@ import { WebhookWorker } from "./webhooks/WebhookWorker.js"
 import * as WidgetAssets from "./widget/WidgetAssets.js"
 
 /** Every service, built once at start-up. */
-const Services = Layer.mergeAll(Feedback.layer, Suggestions.layer, PublicAnswers.layer, Importer.layer).pipe(
+/**
+ * The repositories, provided once: every service and background layer that
+ * needs one is composed here from its `layerNoDeps`.
+ */
+const Repositories = Layer.mergeAll(WebhookRepo.layer, EmbeddingRepo.layer, CalibrationRepo.layer)
+
+/** Suggestions, lexical and semantic, on the shared repositories. */
+const SuggestionsLive = Suggestions.layerNoDeps.pipe(
+  Layer.provide(Semantic.layerNoDeps),
+  Layer.provide(SuggestionQueries.layer)
+)
+
+/** Every service, built once at start-up. Needs the `Repositories`. */
+const Services = Layer.mergeAll(Feedback.layer, SuggestionsLive, PublicAnswers.layer, Importer.layer).pipe(
   Layer.provideMerge(Updates.layer),
   Layer.provideMerge(Layer.mergeAll(
-    Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layer, WebhookRepo.layer, IdempotencyKeys.layer
+    Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layerNoDeps, IdempotencyKeys.layer
   )),
-  Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingRepo.layer, EmbeddingSignal.layer))
+  Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingSignal.layer))
 )
 
 /** One rate limiter for the API and for `/docs`. */
@@ -127,11 +144,16 @@ const LogLevelLive = Layer.unwrap(Effect.gen(function*() {
  */
 const Observability = Tracing.layer.pipe(Layer.provideMerge(Layer.mergeAll(LogLevelLive, Logging.layer)))
 
+/**
+ * The migrated database, the repositories and the log level, without the API:
+ * for workers and operator commands, and under `Core`.
+ */
+export const Tooling = Repositories.pipe(Layer.provideMerge(Database.layer), Layer.provideMerge(Observability))
+
 /** Schema, services and the configured seed: what the server and `npm run seed` share. */
 export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
   Layer.provideMerge(Services),
-  Layer.provideMerge(Database.layer),
-  Layer.provideMerge(Observability)
+  Layer.provideMerge(Tooling)
 )
 
 /**
@@ -147,9 +169,6 @@ export const App = Layer.mergeAll(
   Embedder.layer,
   Calibrator.layer
 ).pipe(Layer.provide(Core))
-
-/** The migrated database and the log level, without the API: for workers and operator commands. */
-export const Tooling = Database.layer.pipe(Layer.provideMerge(Observability))
 
 /** `npm run worker`: webhook delivery alone, for dedicated worker processes. */
 export const Worker = Layer.merge(WebhookWorker.layerAlways, MetricsServer.layer).pipe(Layer.provide(Tooling))

@@ -73,7 +73,6 @@ requireStoredDatabase.pipe(
   Effect.andThen(Command.run(webhooks, { version: "1.0.0" })),
   // Usage errors were already printed with the help text.
   Effect.catchIf(CliError.isCliError, () => Effect.sync(() => (process.exitCode = 2))),
-  Effect.provide(WebhookRepo.layer),
   Effect.provide(Tooling),
   Effect.provide(Layer.mergeAll(ServerConfig.layer, NodeServices.layer)),
   reportStartupFailure,

@@ -43,7 +43,8 @@ export class Gauges extends Context.Service<Gauges, {
   /** Reads the gauges from the database and sets them. */
   readonly read: Effect.Effect<void, SqlError.SqlError>
 }>()("hearken/Gauges") {
-  static readonly layer = Layer.effect(
+  /** Needs the `WebhookRepo` and the `EmbeddingRepo`. */
+  static readonly layerNoDeps = Layer.effect(
     Gauges,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -75,5 +76,7 @@ export class Gauges extends Context.Service<Gauges, {
 
       return Gauges.of({ read })
     })
-  ).pipe(Layer.provide([WebhookRepo.layer, EmbeddingRepo.layer]))
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([WebhookRepo.layer, EmbeddingRepo.layer]))
 }

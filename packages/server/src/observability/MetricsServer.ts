@@ -76,12 +76,13 @@ const listen = (port: number, host: string) =>
 
 /**
  * With `METRICS_PORT`: every labelled series at 0, then the listener;
- * without it, nothing. In the server and in `npm run worker`.
+ * without it, nothing. In the server and in `npm run worker`. Needs the
+ * `WebhookRepo` and the `EmbeddingRepo` (for the gauges), which `App.ts` provides.
  */
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
   if (Option.isNone(config.metricsPort)) return Layer.empty
   return Layer.effectDiscard(Effect.andThen(zeroes, listen(config.metricsPort.value, config.metricsHost))).pipe(
-    Layer.provide(Gauges.layer)
+    Layer.provide(Gauges.layerNoDeps)
   )
 }))

@@ -2,7 +2,8 @@ import { Cause, Clock, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config.js"
 import { EmbeddingRepo, exactUpTo } from "../embeddings/EmbeddingRepo.js"
 import { Embeddings } from "../embeddings/Embeddings.js"
-import { EmbeddingSignal, maxSweepMs } from "../embeddings/Embedder.js"
+import { maxSweepMs } from "../embeddings/Embedder.js"
+import { EmbeddingSignal } from "../embeddings/EmbeddingSignal.js"
 import { poolOf } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
 
@@ -30,6 +31,7 @@ export const largeBoardRefreshMs = 60_000
  * private, gone), measures each one's nearest-neighbour distances again, then
  * the model's pool. The cost of a board is bounded by `sampleSize`, whatever
  * its size, and a board larger than `exactUpTo` is measured at most once a minute.
+ * Needs the `CalibrationRepo`, which `App.ts` provides.
  */
 export class Calibrator {
   static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
@@ -77,7 +79,7 @@ export class Calibrator {
       Effect.andThen(() => loop)
     )
     yield* Effect.forkScoped(loop)
-  })).pipe(Layer.provide(CalibrationRepo.layer))
+  }))
 
   /** Runs when `EMBEDDINGS_URL` is set. */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {

@@ -45,7 +45,8 @@ export class Semantic extends Context.Service<Semantic, {
    */
   readonly nearest: (query: DraftQuery) => Effect.Effect<Option.Option<ReadonlyArray<NearMatch>>>
 }>()("hearken/Semantic") {
-  static readonly layer = Layer.effect(
+  /** Needs the `EmbeddingRepo` and the `CalibrationRepo`. */
+  static readonly layerNoDeps = Layer.effect(
     Semantic,
     Effect.gen(function*() {
       const embeddings = yield* Embeddings
@@ -94,5 +95,7 @@ export class Semantic extends Context.Service<Semantic, {
 
       return Semantic.of({ nearest })
     })
-  ).pipe(Layer.provide([EmbeddingRepo.layer, CalibrationRepo.layer]))
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([EmbeddingRepo.layer, CalibrationRepo.layer]))
 }

@@ -88,7 +88,8 @@ export class Suggestions extends Context.Service<Suggestions, {
   /** Every candidate with its coverage, best first, before the threshold: for tuning and the quality report. */
   readonly rank: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<Ranked>>
 }>()("hearken/Suggestions") {
-  static readonly layer = Layer.effect(
+  /** Needs `Semantic` and the `SuggestionQueries`. */
+  static readonly layerNoDeps = Layer.effect(
     Suggestions,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -238,5 +239,7 @@ export class Suggestions extends Context.Service<Suggestions, {
 
       return Suggestions.of({ suggest, lexical, rank })
     })
-  ).pipe(Layer.provide(Semantic.layer), Layer.provide(SuggestionQueries.layer))
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(Semantic.layer), Layer.provide(SuggestionQueries.layer))
 }

@@ -16,7 +16,8 @@ export class WebhookOutbox extends Context.Service<WebhookOutbox, {
    */
   readonly postCreated: (data: PostCreatedEvent["data"]) => Effect.Effect<void, SqlError.SqlError>
 }>()("hearken/WebhookOutbox") {
-  static readonly layer = Layer.effect(
+  /** Needs the `WebhookRepo`. */
+  static readonly layerNoDeps = Layer.effect(
     WebhookOutbox,
     Effect.gen(function*() {
       const repo = yield* WebhookRepo
@@ -34,5 +35,7 @@ export class WebhookOutbox extends Context.Service<WebhookOutbox, {
         })
       })
     })
-  ).pipe(Layer.provide(WebhookRepo.layer))
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(WebhookRepo.layer))
 }
