@@ -124,7 +124,7 @@ const TestConfig = ServerConfig.layer.pipe(
 
 /** The middlewares as `App.ts` composes them, over the in-process limiter. */
 const Middlewares = Layer.mergeAll(RequestErrors.layer, RateLimitHttp.layer).pipe(
-  Layer.provide(RateLimitHttp.RateLimitGate.layer),
+  Layer.provide(RateLimitHttp.RateLimitGate.layerNoDeps),
   Layer.provide(RateLimiter.layerMemory),
   Layer.provide(TestConfig)
 )

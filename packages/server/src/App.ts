@@ -6,6 +6,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { createServer } from "node:http"
 import { Boards } from "./boards/Boards.js"
 import { PublicAnswers } from "./caching/PublicAnswers.js"
+import { Versions } from "./caching/Versions.js"
 import { ServerConfig } from "./config.js"
 import { Sanitizer } from "./content/Sanitizer.js"
 import { Embedder } from "./embeddings/Embedder.js"
@@ -59,8 +60,8 @@ const SuggestionsLive = Suggestions.layerNoDeps.pipe(
 )
 
 /** Every service, built once at start-up. Needs the `Repositories`. */
-const Services = Layer.mergeAll(Feedback.layer, SuggestionsLive, PublicAnswers.layer, Importer.layer).pipe(
-  Layer.provideMerge(Updates.layer),
+const Services = Layer.mergeAll(Feedback.layerNoDeps, SuggestionsLive, PublicAnswers.layerNoDeps, Importer.layerNoDeps).pipe(
+  Layer.provideMerge(Layer.mergeAll(Updates.layerNoDeps, Versions.layer)),
   Layer.provideMerge(Layer.mergeAll(
     Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layerNoDeps, IdempotencyKeys.layer
   )),
@@ -68,7 +69,7 @@ const Services = Layer.mergeAll(Feedback.layer, SuggestionsLive, PublicAnswers.l
 )
 
 /** One rate limiter for the API and for `/docs`. */
-const RateLimiting = RateLimitHttp.RateLimitGate.layer.pipe(Layer.provide(RateLimiter.layer))
+const RateLimiting = RateLimitHttp.RateLimitGate.layerNoDeps.pipe(Layer.provide(RateLimiter.layer))
 
 const Api = HttpApiBuilder.layer(HearkenApi).pipe(
   Layer.provide([WidgetHandlers.layer, Health.layer]),

@@ -84,7 +84,8 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
   readonly boards: (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
   readonly updates: (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 }>()("hearken/PublicAnswers") {
-  static readonly layer = Layer.effect(
+  /** Needs `Versions`, `Boards` and `Updates`. */
+  static readonly layerNoDeps = Layer.effect(
     PublicAnswers,
     Effect.gen(function*() {
       const versions = yield* Versions
@@ -149,5 +150,7 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
         updates: Effect.fn("PublicAnswers.updates")(respond("updates", loadUpdates))
       })
     })
-  ).pipe(Layer.provide(Versions.layer))
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([Versions.layer, Boards.layer, Updates.layer]))
 }

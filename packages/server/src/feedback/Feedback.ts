@@ -44,7 +44,11 @@ export class Feedback extends Context.Service<Feedback, {
   /** Creates the post; with an `Idempotency-Key`, at most once per key and organization (README: "Retries: Idempotency-Key"). */
   readonly create: (request: FeedbackRequest, idempotencyKey?: string | undefined) => Effect.Effect<CreatedPost, FeedbackError>
 }>()("hearken/Feedback") {
-  static readonly layer = Layer.effect(
+  /**
+   * Needs `Boards`, `Posts`, `Sanitizer`, `IdentityTokens`, `Contacts`,
+   * `WebhookOutbox`, `EmbeddingSignal` and `IdempotencyKeys`.
+   */
+  static readonly layerNoDeps = Layer.effect(
     Feedback,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -147,4 +151,15 @@ export class Feedback extends Context.Service<Feedback, {
       })
     })
   )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([
+    Boards.layer,
+    Posts.layer,
+    Sanitizer.layer,
+    IdentityTokens.layer,
+    Contacts.layer,
+    WebhookOutbox.layer,
+    EmbeddingSignal.layer,
+    IdempotencyKeys.layer
+  ]))
 }

@@ -59,7 +59,8 @@ export class RateLimitGate extends Context.Service<RateLimitGate, {
     endpoint: RateLimitedEndpoint
   ) => Effect.Effect<void, RateLimitExceededError | RateLimitUnavailableError, HttpServerRequest.HttpServerRequest>
 }>()("hearken/RateLimitGate") {
-  static readonly layer = Layer.effect(
+  /** Needs the `RateLimiter`. */
+  static readonly layerNoDeps = Layer.effect(
     RateLimitGate,
     Effect.gen(function*() {
       const limiter = yield* RateLimiter
@@ -95,6 +96,9 @@ export class RateLimitGate extends Context.Service<RateLimitGate, {
       return RateLimitGate.of({ admit })
     })
   )
+
+  /** Over `RateLimiter.layer`: Redis when `REDIS_URL` is set, else in-process. */
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(RateLimiter.layer))
 }
 
 /** The API's `RateLimit` middleware: the gate, before anything else on a widget route. */

@@ -41,7 +41,8 @@ export class Updates extends Context.Service<Updates, {
   /** Entries as their JSON (the array's elements, without brackets or commas). */
   readonly toJson: (entries: ReadonlyArray<Update>) => ReadonlyArray<string>
 }>()("hearken/Updates") {
-  static readonly layer = Layer.effect(
+  /** Needs the `Sanitizer`. */
+  static readonly layerNoDeps = Layer.effect(
     Updates,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -111,4 +112,6 @@ export class Updates extends Context.Service<Updates, {
       })
     })
   )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(Sanitizer.layer))
 }
