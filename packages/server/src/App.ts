@@ -46,7 +46,6 @@ import { WebhookRepo } from "./webhooks/WebhookRepo.js"
 import { WebhookWorker } from "./webhooks/WebhookWorker.js"
 import * as WidgetAssets from "./widget/WidgetAssets.js"
 
-/** Every service, built once at start-up. */
 /**
  * The repositories, provided once: every service and background layer that
  * needs one is composed here from its `layerNoDeps`.
