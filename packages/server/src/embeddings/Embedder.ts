@@ -66,33 +66,31 @@ const loop = Effect.gen(function*() {
  * Several instances may run it on one database: leases keep two from
  * embedding the same post at once.
  */
-export class Embedder {
-  static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    const round = yield* EmbeddingRound
-    const repo = yield* EmbeddingRepo
-    const prepare = repo.ensureIndex(round.model, { concurrently: Option.isSome(config.databaseUrl) }).pipe(
-      Effect.tap((indexed) =>
-        indexed ? Effect.void : Effect.logWarning(
-          `No vector index for ${round.model.dimensions} dimensions (HNSW indexes up to 4,000): suggestions compare every post of a board`
-        )
-      ),
-      Effect.catchCause((cause) => Effect.logWarning("Could not create the embeddings index; suggestions still work, more slowly", cause))
-    )
-    yield* Effect.forkScoped(
-      prepare.pipe(
-        Effect.andThen(loop),
-        Effect.catchCause((cause) =>
-          Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.logError("Embedding worker stopped", cause)
-        )
+export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const round = yield* EmbeddingRound
+  const repo = yield* EmbeddingRepo
+  const prepare = repo.ensureIndex(round.model, { concurrently: Option.isSome(config.databaseUrl) }).pipe(
+    Effect.tap((indexed) =>
+      indexed ? Effect.void : Effect.logWarning(
+        `No vector index for ${round.model.dimensions} dimensions (HNSW indexes up to 4,000): suggestions compare every post of a board`
+      )
+    ),
+    Effect.catchCause((cause) => Effect.logWarning("Could not create the embeddings index; suggestions still work, more slowly", cause))
+  )
+  yield* Effect.forkScoped(
+    prepare.pipe(
+      Effect.andThen(loop),
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.logError("Embedding worker stopped", cause)
       )
     )
-    yield* Effect.logDebug(`Embedding worker started for ${round.model.name} (${round.model.dimensions} dimensions)`)
-  })).pipe(Layer.provide(EmbeddingRound.layerNoDeps))
+  )
+  yield* Effect.logDebug(`Embedding worker started for ${round.model.name} (${round.model.dimensions} dimensions)`)
+})).pipe(Layer.provide(EmbeddingRound.layerNoDeps))
 
-  /** Runs when `EMBEDDINGS_URL` is set. */
-  static readonly layer = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    return Option.isSome(config.embeddings) ? Embedder.layerAlways : Layer.empty
-  }))
-}
+/** Runs when `EMBEDDINGS_URL` is set. */
+export const layer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return Option.isSome(config.embeddings) ? layerAlways : Layer.empty
+}))

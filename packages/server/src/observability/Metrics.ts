@@ -154,10 +154,8 @@ export const zeroes = Effect.gen(function*() {
   for (const reason of spanDropReasons) yield* Metric.update(spansDroppedOf({ reason }), 0)
 })
 
-export class Metrics {
-  /** With `METRICS_PORT`: the request middleware; without it, nothing (the listener: `MetricsServer.layer`). */
-  static readonly layer = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    return Option.isNone(config.metricsPort) ? Layer.empty : requestMetrics
-  }))
-}
+/** With `METRICS_PORT`: the request middleware; without it, nothing (the listener: `MetricsServer.layer`). */
+export const layer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return Option.isNone(config.metricsPort) ? Layer.empty : requestMetrics
+}))

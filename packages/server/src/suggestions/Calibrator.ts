@@ -33,57 +33,55 @@ export const largeBoardRefreshMs = 60_000
  * its size, and a board larger than `exactUpTo` is measured at most once a minute.
  * Needs the `CalibrationRepo`, which `App.ts` provides.
  */
-export class Calibrator {
-  static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    const embeddings = yield* Embeddings
-    const embeddingRepo = yield* EmbeddingRepo
-    const repo = yield* CalibrationRepo
-    const signal = yield* EmbeddingSignal
-    if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("Calibrator needs EMBEDDINGS_URL"))
-    const model = embeddings.model.value
-    const sweepMs = Math.min(maxSweepMs, config.embeddingsRetryBaseMs)
+export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const embeddings = yield* Embeddings
+  const embeddingRepo = yield* EmbeddingRepo
+  const repo = yield* CalibrationRepo
+  const signal = yield* EmbeddingSignal
+  if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("Calibrator needs EMBEDDINGS_URL"))
+  const model = embeddings.model.value
+  const sweepMs = Math.min(maxSweepMs, config.embeddingsRetryBaseMs)
 
-    /**
-     * One round. Yields how long to wait before the next: none when it
-     * measured as many boards as a round may (more may be waiting); until a
-     * large board it left for later is due; else `idleRoundMs`.
-     */
-    const round = Effect.gen(function*() {
-      const stale = yield* repo.stale(model, perRound)
-      let nextMs = idleRoundMs
-      let measured = 0
-      for (const board of stale) {
-        const now = yield* Clock.currentTimeMillis
-        if (board.posts === 0) {
-          yield* repo.remove(model, board.boardId)
-          measured++
-        } else if (board.posts > exactUpTo && board.computedMs !== null && now - board.computedMs < largeBoardRefreshMs) {
-          nextMs = Math.min(nextMs, board.computedMs + largeBoardRefreshMs - now)
-        } else {
-          yield* repo.save(model, board, yield* embeddingRepo.neighbourDistances(model, board.boardId, sampleSize), yield* Clock.currentTimeMillis)
-          measured++
-        }
+  /**
+   * One round. Yields how long to wait before the next: none when it
+   * measured as many boards as a round may (more may be waiting); until a
+   * large board it left for later is due; else `idleRoundMs`.
+   */
+  const round = Effect.gen(function*() {
+    const stale = yield* repo.stale(model, perRound)
+    let nextMs = idleRoundMs
+    let measured = 0
+    for (const board of stale) {
+      const now = yield* Clock.currentTimeMillis
+      if (board.posts === 0) {
+        yield* repo.remove(model, board.boardId)
+        measured++
+      } else if (board.posts > exactUpTo && board.computedMs !== null && now - board.computedMs < largeBoardRefreshMs) {
+        nextMs = Math.min(nextMs, board.computedMs + largeBoardRefreshMs - now)
+      } else {
+        yield* repo.save(model, board, yield* embeddingRepo.neighbourDistances(model, board.boardId, sampleSize), yield* Clock.currentTimeMillis)
+        measured++
       }
-      if (measured > 0) yield* repo.savePool(model, poolOf(yield* repo.boards(model)), yield* Clock.currentTimeMillis)
-      return measured === perRound ? 0 : nextMs
-    })
+    }
+    if (measured > 0) yield* repo.savePool(model, poolOf(yield* repo.boards(model)), yield* Clock.currentTimeMillis)
+    return measured === perRound ? 0 : nextMs
+  })
 
-    const loop: Effect.Effect<never> = round.pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.interrupt
-          : Effect.logWarning("Calibrating suggestions failed; trying again", cause).pipe(Effect.as(sweepMs))
-      ),
-      Effect.flatMap((waitMs) => Effect.raceFirst(Effect.sleep(waitMs), signal.stored).pipe(Effect.andThen(Effect.sleep(sweepMs)))),
-      Effect.andThen(() => loop)
-    )
-    yield* Effect.forkScoped(loop)
-  }))
+  const loop: Effect.Effect<never> = round.pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.interrupt
+        : Effect.logWarning("Calibrating suggestions failed; trying again", cause).pipe(Effect.as(sweepMs))
+    ),
+    Effect.flatMap((waitMs) => Effect.raceFirst(Effect.sleep(waitMs), signal.stored).pipe(Effect.andThen(Effect.sleep(sweepMs)))),
+    Effect.andThen(() => loop)
+  )
+  yield* Effect.forkScoped(loop)
+}))
 
-  /** Runs when `EMBEDDINGS_URL` is set. */
-  static readonly layer = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    return Option.isSome(config.embeddings) ? Calibrator.layerAlways : Layer.empty
-  }))
-}
+/** Runs when `EMBEDDINGS_URL` is set. */
+export const layer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return Option.isSome(config.embeddings) ? layerAlways : Layer.empty
+}))

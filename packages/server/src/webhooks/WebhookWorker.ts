@@ -88,20 +88,19 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  * against one database; leases keep them from sending the same attempt twice.
  * Needs the `WebhookRepo`, which `App.ts` provides.
  */
-export class WebhookWorker {
-  /** Always runs. LISTEN needs a connection of its own, which the embedded database cannot spare: it polls. */
-  static readonly layerAlways = Layer.effectDiscard(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    const inFlight = new Set<Fiber.Fiber<void>>()
-    // Finalizers run last-added first: the loop stops, then the attempts drain.
-    yield* Effect.addFinalizer(() => drain(inFlight, config.webhookTimeoutMs + persistMs + 1_000))
-    yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl), inFlight))
-    yield* Effect.logDebug("Webhook worker started")
-  })).pipe(Layer.provide(WebhookDelivery.layerNoDeps), Layer.provide(WebhookTransport.layer))
 
-  /** Runs when `WEBHOOK_WORKER` is on (the default). */
-  static readonly layer = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* ServerConfig
-    return config.webhookWorker ? WebhookWorker.layerAlways : Layer.empty
-  }))
-}
+/** Always runs. LISTEN needs a connection of its own, which the embedded database cannot spare: it polls. */
+export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  const inFlight = new Set<Fiber.Fiber<void>>()
+  // Finalizers run last-added first: the loop stops, then the attempts drain.
+  yield* Effect.addFinalizer(() => drain(inFlight, config.webhookTimeoutMs + persistMs + 1_000))
+  yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl), inFlight))
+  yield* Effect.logDebug("Webhook worker started")
+})).pipe(Layer.provide(WebhookDelivery.layerNoDeps), Layer.provide(WebhookTransport.layer))
+
+/** Runs when `WEBHOOK_WORKER` is on (the default). */
+export const layer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return config.webhookWorker ? layerAlways : Layer.empty
+}))
