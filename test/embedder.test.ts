@@ -64,7 +64,11 @@ class Fake extends Context.Service<Fake, FakeEmbeddings>()("test/Fake") {}
 const baseMs = 1_000
 const posts = batchSize + 8
 
-/** Core on a fresh database with `posts` public posts and one private one, the embedding round, and a fake API. */
+/**
+ * Core on a fresh database with `posts` public posts and one private one on a
+ * public board, two public posts on a private board, the embedding round,
+ * and a fake API.
+ */
 const Env = Layer.unwrap(Effect.gen(function*() {
   const db = yield* Effect.acquireRelease(Effect.promise(createDatabase), (db) => Effect.promise(db.drop))
   const fake = yield* Effect.acquireRelease(Effect.promise(() => startFakeEmbeddings({ dimensions: 16 })), (f) => Effect.promise(() => f.close()))
@@ -73,10 +77,16 @@ const Env = Layer.unwrap(Effect.gen(function*() {
       id: "org_e",
       name: "E",
       statuses: [{ id: "st_e", name: "Open" }],
-      boards: [{ id: "b_e", name: "Board", slug: "board", visibility: "public" }],
+      boards: [
+        { id: "b_e", name: "Board", slug: "board", visibility: "public" },
+        { id: "b_hidden", name: "Hidden", slug: "hidden", visibility: "private" }
+      ],
       posts: [
         ...Array.from({ length: posts }, (_, i) => ({ id: `p_${String(i).padStart(2, "0")}`, boardId: "b_e", title: `Post number ${i}`, content: `<p>Text ${i}</p>` })),
-        { id: "p_private", boardId: "b_e", title: "Private", content: "<p>hidden</p>", visibility: "private" }
+        { id: "p_private", boardId: "b_e", title: "Private", content: "<p>hidden</p>", visibility: "private" },
+        // Public posts of a private board: never suggested, so never sent to a third party.
+        { id: "p_hidden_1", boardId: "b_hidden", title: "Hidden roadmap 1", content: "<p>not for the API</p>" },
+        { id: "p_hidden_2", boardId: "b_hidden", title: "Hidden roadmap 2", content: "<p>not for the API</p>" }
       ]
     }]
   }
@@ -254,6 +264,38 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
         [["p_03", "the database refused its vector (SQLSTATE 23514)", 1, t0 + baseMs, false]]
       )
       expect(all.filter((r) => r.embedded)).toHaveLength(batchSize - 1)
+    })))
+
+  it.effect("never sends the API a post of a private board, nor of a board made private; sends them once it is public", () =>
+    virtual(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const { fake, round } = yield* fresh
+      const hidden = (inputs: ReadonlyArray<string>) => inputs.filter((input) => input.startsWith("Hidden roadmap"))
+      const before = fake.inputs.length
+      while ((yield* round.run()).claimed > 0) { /* back-fill */ }
+      expect(hidden(fake.inputs)).toEqual([])
+      expect((yield* rows).map((r) => r.postId)).not.toContain("p_hidden_1")
+
+      // A board made private: its changed post is due, and still not sent.
+      yield* Effect.acquireRelease(
+        sql`UPDATE boards SET visibility = 'private' WHERE id = 'b_e'`,
+        () => Effect.orDie(sql`UPDATE boards SET visibility = 'public' WHERE id = 'b_e'`)
+      )
+      yield* Effect.acquireRelease(
+        sql`UPDATE posts SET title = 'Post number 11, changed in private' WHERE id = 'p_11'`,
+        () => Effect.orDie(sql`UPDATE posts SET title = 'Post number 11' WHERE id = 'p_11'`)
+      )
+      assert.deepStrictEqual(yield* round.run(), { claimed: 0, ok: true })
+      assert.deepStrictEqual(yield* round.run(["p_11"]), { claimed: 0, ok: true })
+      expect(fake.inputs.filter((input) => input.includes("changed in private"))).toEqual([])
+
+      // The control: the same posts go out once their board is public.
+      yield* Effect.acquireRelease(
+        sql`UPDATE boards SET visibility = 'public' WHERE id = 'b_hidden'`,
+        () => Effect.orDie(sql`UPDATE boards SET visibility = 'private' WHERE id = 'b_hidden'`)
+      )
+      assert.deepStrictEqual(yield* round.run(), { claimed: 2, ok: true })
+      expect(hidden(fake.inputs.slice(before)).sort()).toEqual(["Hidden roadmap 1\n\nnot for the API", "Hidden roadmap 2\n\nnot for the API"])
     })))
 
   it.effect("two workers at once never lease the same post, and together embed each once", () =>
