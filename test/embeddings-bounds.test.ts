@@ -1,12 +1,11 @@
-import { writeFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { memory } from "../bench/support.ts"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { bombBytes, type FakeEmbeddings, type HostileMode, hugeBytes, startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { freePort, spawnServer, type ServerProcess, waitForHealth } from "./support/process.js"
 import { postJson, writeFixtureFile } from "./support/server.js"
 import { eventually } from "./support/wait.js"
+import { watchServer } from "./support/watch.js"
 
 /**
  * Decision 0028: an embeddings answer is read as a stream, up to a size that
@@ -38,48 +37,6 @@ let metricsPort: number
 let seedFile: string
 
 const alive = () => server.child.exitCode === null && server.child.signalCode === null
-
-/** The server's peak RSS and its slowest `/health`, watched from `start` until `stop`. */
-const watch = () => {
-  let maxRss = 0
-  let slowestHealth = 0
-  let stopped = false
-  let killed = false
-  const pid = server.child.pid!
-  // Restarts VmHWM (the peak RSS) from now: each case is measured on its own.
-  writeFileSync(`/proc/${pid}/clear_refs`, "5")
-  const rss = setInterval(() => {
-    try {
-      const { rssMb } = memory(pid)
-      maxRss = Math.max(maxRss, rssMb)
-      if (rssMb > killAtMb && !killed) {
-        killed = true
-        server.child.kill("SIGKILL")
-      }
-    } catch {
-      // gone
-    }
-  }, 50)
-  const health = (async () => {
-    while (!stopped && alive()) {
-      const started = performance.now()
-      const status = await fetch(`${server.origin}/health`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.status, () => 0)
-      slowestHealth = Math.max(slowestHealth, status === 200 ? performance.now() - started : Infinity)
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  })()
-  let result: Promise<{ peakRssMb: number; slowestHealthMs: number; killed: boolean }> | undefined
-  return {
-    stop: () =>
-      result ??= (async () => {
-        stopped = true
-        clearInterval(rss)
-        await health
-        const hwm = alive() ? memory(pid).hwmMb : maxRss
-        return { peakRssMb: Math.round(Math.max(hwm, maxRss)), slowestHealthMs: Math.round(slowestHealth), killed }
-      })()
-  }
-}
 
 const tooLargeCalls = async () => {
   const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
@@ -149,7 +106,7 @@ describe("embeddings answers meant to exhaust memory, on a 256 MB heap", () => {
       const tooLargeBefore = await tooLargeCalls()
       const sentBefore = fake.hostileBytesSent
       fake.mode = mode
-      const watching = watch()
+      const watching = watchServer(server, killAtMb)
       try {
         const started = performance.now()
         const draft = await postJson(`${server.origin}/api/widget/v1/suggestions`, {
