@@ -23,6 +23,7 @@ const maxHealthMs = 1_000
 const killAtMb = 1_500
 const dimensions = 64
 const draftTimeoutMs = 1_500
+const backfillTimeoutMs = 15_000
 
 const fixture = baseFixture()
 fixture.organizations[0]!.posts = [
@@ -38,9 +39,10 @@ let seedFile: string
 
 const alive = () => server.child.exitCode === null && server.child.signalCode === null
 
-const tooLargeCalls = async () => {
+/** Embeddings calls of this outcome so far (`hearken_embeddings_calls_total`). */
+const calls = async (outcome: string) => {
   const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
-  const line = text.split("\n").find((l) => l.startsWith("hearken_embeddings_calls_total{") && l.includes(`outcome="too_large"`))
+  const line = text.split("\n").find((l) => l.startsWith("hearken_embeddings_calls_total{") && l.includes(`outcome="${outcome}"`))
   return line === undefined ? 0 : Number(line.split(" ").at(-1))
 }
 
@@ -60,7 +62,7 @@ afterAll(async () => {
  * loop waits before its next one (`EMBEDDINGS_RETRY_BASE_MS`), and a failed
  * post waits 10 minutes, so each hostile answer below is asked for once.
  */
-const startServer = async () => {
+const startServer = async (env: Record<string, string> = {}) => {
   fake.mode = "ok"
   metricsPort = await freePort()
   server = spawnServer({
@@ -74,8 +76,9 @@ const startServer = async () => {
     EMBEDDINGS_MODEL: "concepts-1",
     EMBEDDINGS_DIMENSIONS: String(dimensions),
     EMBEDDINGS_TIMEOUT_MS: String(draftTimeoutMs),
-    EMBEDDINGS_BACKFILL_TIMEOUT_MS: "15000",
-    EMBEDDINGS_RETRY_BASE_MS: "600000"
+    EMBEDDINGS_BACKFILL_TIMEOUT_MS: String(backfillTimeoutMs),
+    EMBEDDINGS_RETRY_BASE_MS: "600000",
+    ...env
   }, await freePort())
   await waitForHealth(server.origin)
   // The imported posts embedded while the API behaves.
@@ -93,17 +96,23 @@ const stopServer = async () => {
   await server.exited
 }
 
-const cases: ReadonlyArray<readonly [HostileMode, string]> = [
-  ["endless", "a vector whose numbers never end"],
-  ["huge", `${hugeBytes / 2 ** 20} MiB`],
-  ["gzip-bomb", `1 MB of gzip that inflates to ${bombBytes / 2 ** 30} GiB`]
+/** The limit of an answer for one input (`maxAnswerBytes`): a draft's, and a lone new post's. */
+const maxBytes = 64 * 1024 + 1024 + dimensions * 64
+const tooLarge = { error: `the answer is longer than ${maxBytes} bytes`, outcome: "too_large" }
+
+const cases: ReadonlyArray<{ readonly mode: HostileMode; readonly what: string; readonly error: string; readonly outcome: string; readonly env?: Record<string, string> }> = [
+  { mode: "endless", what: "a vector whose numbers never end", ...tooLarge },
+  { mode: "huge", what: `${hugeBytes / 2 ** 20} MiB`, ...tooLarge },
+  { mode: "gzip-bomb", what: `1 MB of gzip that inflates to ${bombBytes / 2 ** 30} GiB`, ...tooLarge },
+  // Never reaching the limit: the timeout ends it, and hangs up as well.
+  { mode: "trickle", what: "a number every 100 ms", error: "no answer within 3000 ms", outcome: "timeout", env: { EMBEDDINGS_BACKFILL_TIMEOUT_MS: "3000" } }
 ]
 
 describe("embeddings answers meant to exhaust memory, on a 256 MB heap", () => {
-  for (const [mode, what] of cases) {
+  for (const { mode, what, error, outcome, env } of cases) {
     it(`${what}: a draft gets the lexical answer in time, a new post a recorded failure; RSS ≤ ${maxRssMb} MB, /health ≤ ${maxHealthMs} ms`, async () => {
-      await startServer()
-      const tooLargeBefore = await tooLargeCalls()
+      await startServer(env)
+      const callsBefore = await calls(outcome)
       const sentBefore = fake.hostileBytesSent
       fake.mode = mode
       const watching = watchServer(server, killAtMb)
@@ -136,10 +145,9 @@ describe("embeddings answers meant to exhaust memory, on a 256 MB heap", () => {
 
         expect(seen.killed, `RSS went past ${killAtMb} MB`).toBe(false)
         expect(alive(), server.output().slice(-2_000)).toBe(true)
-        const maxBytes = 64 * 1024 + 1024 + dimensions * 64
-        expect(failed).toEqual({ error: `the answer is longer than ${maxBytes} bytes`, attempts: 1, embedded: false, leased: false })
-        // The draft's call and the post's, both stopped at their limit.
-        expect(await tooLargeCalls()).toBe(tooLargeBefore + 2)
+        expect(failed).toEqual({ error, attempts: 1, embedded: false, leased: false })
+        // The draft's call and the post's, both stopped so.
+        expect(await calls(outcome)).toBe(callsBefore + 2)
         expect(seen.peakRssMb).toBeLessThanOrEqual(maxRssMb)
         expect(seen.slowestHealthMs).toBeLessThanOrEqual(maxHealthMs)
         // Both answers given up on: their connections closed, nothing more is sent.

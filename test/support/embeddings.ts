@@ -17,7 +17,7 @@ import { ensureGlove, gloveDimensions, type GloveModel, gloveVocabularySize } fr
 export type FakeMode = "ok" | "error" | "hang" | "wrong-size" | "wrong-index" | HostileMode
 
 /** Answers meant to exhaust the client's memory (`FakeEmbeddings.mode`). */
-export type HostileMode = "endless" | "huge" | "gzip-bomb"
+export type HostileMode = "endless" | "huge" | "gzip-bomb" | "trickle"
 
 /** The size of a "huge" answer, and what a "gzip-bomb" answer inflates to. */
 export const hugeBytes = 400 * 1024 * 1024
@@ -34,7 +34,8 @@ export interface FakeEmbeddings {
    * Hostile, each begun as a valid answer and sent as fast as the client
    * reads it: "endless": a vector whose numbers never end; "huge": `hugeBytes`
    * with their `content-length`; "gzip-bomb": about 1 MB, `content-encoding:
-   * gzip`, that inflates to `bombBytes`.
+   * gzip`, that inflates to `bombBytes`; "trickle": a valid beginning, then
+   * one number every 100 ms, never reaching any size limit.
    */
   mode: FakeMode
   /** A call with an input containing this is refused with 400, as an API refuses a text over its model's context. */
@@ -588,9 +589,11 @@ const padded = (whole: object, bytes: number, gzip: boolean) => {
   return { pieces: pieces(), length: head.byteLength + mebibytes * mebibyte + tail.byteLength }
 }
 
+const endlessHead = `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0`
+
 /** An answer whose first vector's numbers never end. */
 function* endless() {
-  yield Buffer.from(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0`)
+  yield Buffer.from(endlessHead)
   const numbers = Buffer.from(",0.012345678901234567".repeat(3_000))
   for (;;) yield numbers
 }
@@ -638,7 +641,7 @@ export const startFakeEmbeddings = async (options: FakeEmbeddingsOptions = {}): 
     })
     const whole = { object: "list", data, model: state.model ?? "", usage: { prompt_tokens: tokens, total_tokens: tokens } }
     const sent = (bytes: number) => (state.hostileBytesSent += bytes)
-    if (mode === "endless" || mode === "huge" || mode === "gzip-bomb") {
+    if (mode === "endless" || mode === "huge" || mode === "gzip-bomb" || mode === "trickle") {
       state.hostileAnswersOpen++
       res.once("close", () => state.hostileAnswersOpen--)
     }
@@ -654,6 +657,13 @@ export const startFakeEmbeddings = async (options: FakeEmbeddingsOptions = {}): 
       case "gzip-bomb":
         res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" })
         return void pump(res, padded(whole, bombBytes, true).pieces, sent)
+      case "trickle": {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.write(endlessHead)
+        const timer = setInterval(() => res.write(",0.5"), 100)
+        res.once("close", () => clearInterval(timer))
+        return
+      }
       default:
         json(res, 200, whole)
     }
