@@ -46,10 +46,11 @@ const embeddingsEnv = () => ({
   SUGGESTIONS_MAX_DISTANCE: "0.5"
 })
 
-/** Public posts (on any board: a private board may become public) without an up-to-date embedding. */
+/** Public posts of public boards (a private board's are never sent to the API) without an up-to-date embedding. */
 const waiting = (s: TestServer, model = "concepts-1") =>
   s.db.query<{ n: number }>((sql) =>
     sql`SELECT count(*)::int AS n FROM posts p
+      JOIN boards b ON b.id = p.board_id AND b.visibility = 'public'
       LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${model}
       WHERE p.visibility = 'public' AND (e.embedding IS NULL OR e.source_hash <> p.text_hash)`
   ).then((rows) => rows[0]!.n)
@@ -112,6 +113,16 @@ describe("semantic suggestions (embeddings configured)", () => {
     expect(fake.calls).toBe(before + 1)
     expect(again.body).toEqual(first.body)
     expect(ids(first)[0]).toBe("p_export")
+  })
+
+  it("never send the API a post of a private board, or a private post", async () => {
+    // Every other post was embedded before the tests began (`calibrated`).
+    expect(fake.inputs).toContain("Dark mode crash\n\nthe dark theme crashes")
+    expect(fake.inputs.filter((input) => input.includes("private"))).toEqual([])
+    const [row] = await server.db.query<{ n: number }>((sql) =>
+      sql`SELECT count(*)::int AS n FROM post_embeddings WHERE post_id IN ('p_secret_board', 'p_private')`
+    )
+    expect(row!.n).toBe(0)
   })
 
   it("never show a post that became private, whatever its embedding says", async () => {

@@ -134,3 +134,45 @@ export class SilentCollector {
     return new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 }
+
+/**
+ * A collector that answers every export with 200 and a body that never ends,
+ * written as fast as the client reads it: counts the answers begun, those
+ * still open (the client has not hung up) and the bytes sent.
+ */
+export class FloodingCollector {
+  answers = 0
+  openAnswers = 0
+  bytes = 0
+  private constructor(private readonly server: Server, readonly port: number) {}
+
+  static async start(): Promise<FloodingCollector> {
+    const server = createServer()
+    const collector = new FloodingCollector(server, await listenOnLoopback(server))
+    const chunk = Buffer.from(`{"partialSuccess":{"errorMessage":"${"x".repeat(64 * 1024)}`)
+    server.on("request", (req, res) => {
+      req.resume()
+      collector.answers++
+      collector.openAnswers++
+      res.once("close", () => collector.openAnswers--)
+      res.writeHead(200, { "content-type": "application/json" })
+      const pump = () => {
+        while (!res.destroyed) {
+          collector.bytes += chunk.length
+          if (!res.write(chunk)) return void res.once("drain", pump)
+        }
+      }
+      pump()
+    })
+    return collector
+  }
+
+  get endpoint() {
+    return `http://127.0.0.1:${this.port}`
+  }
+
+  close() {
+    this.server.closeAllConnections()
+    return new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+}

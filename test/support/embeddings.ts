@@ -10,10 +10,18 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
+import { gzipSync } from "node:zlib"
 import { concepts as defaultConcepts } from "../../bench/suggestions/concepts.ts"
 import { ensureGlove, gloveDimensions, type GloveModel, gloveVocabularySize } from "./glove.ts"
 
-export type FakeMode = "ok" | "error" | "hang" | "wrong-size" | "wrong-index"
+export type FakeMode = "ok" | "error" | "hang" | "wrong-size" | "wrong-index" | HostileMode
+
+/** Answers meant to exhaust the client's memory (`FakeEmbeddings.mode`). */
+export type HostileMode = "endless" | "huge" | "gzip-bomb" | "trickle"
+
+/** The size of a "huge" answer, and what a "gzip-bomb" answer inflates to. */
+export const hugeBytes = 400 * 1024 * 1024
+export const bombBytes = 1024 * 1024 * 1024
 
 export interface FakeEmbeddings {
   /** Base URL, e.g. `http://127.0.0.1:PORT/v1`; the API is `POST {url}/embeddings`. */
@@ -23,10 +31,21 @@ export interface FakeEmbeddings {
    * How the next requests are answered; change at any time. "error": 500 with
    * a JSON error body; "hang": never answers (until close); "wrong-size":
    * vectors of dimensions-1; "wrong-index": indexes shifted by one.
+   * Hostile, each begun as a valid answer and sent as fast as the client
+   * reads it: "endless": a vector whose numbers never end; "huge": `hugeBytes`
+   * with their `content-length`; "gzip-bomb": about 1 MB, `content-encoding:
+   * gzip`, that inflates to `bombBytes`; "trickle": a valid beginning, then
+   * one number every 100 ms, never reaching any size limit.
    */
   mode: FakeMode
   /** A call with an input containing this is refused with 400, as an API refuses a text over its model's context. */
   rejectInputsContaining: string | undefined
+  /** The vector of an input containing this has 1e39 (finite in JavaScript, past single precision) in its first dimension. */
+  overflowInputsContaining: string | undefined
+  /** Bytes of hostile answers written so far (as sent: compressed, for a bomb). */
+  readonly hostileBytesSent: number
+  /** Hostile answers whose connection is still open (the client has not hung up). */
+  readonly hostileAnswersOpen: number
   /** POST /embeddings requests received (any mode). */
   readonly calls: number
   /** Every input string received, in order. */
@@ -529,6 +548,56 @@ const json = (res: ServerResponse, status: number, body: unknown) => {
 
 const apiError = (message: string, type: string) => ({ error: { message, type, param: null, code: null } })
 
+/** Writes `chunks` as the client takes them (waiting for `drain`), until they end or the client goes away. */
+const pump = async (res: ServerResponse, chunks: Iterable<Buffer>, sent: (bytes: number) => void) => {
+  for (const chunk of chunks) {
+    if (res.destroyed) return
+    sent(chunk.byteLength)
+    if (!res.write(chunk)) {
+      const goOn = await new Promise<boolean>((resolve) => {
+        res.once("drain", () => resolve(true))
+        res.once("close", () => resolve(false))
+      })
+      if (!goOn) return
+    }
+  }
+  res.end()
+}
+
+const mebibyte = 1024 * 1024
+/** One MiB of JSON whitespace, and the same gzipped (about 1 KiB): a bomb is a gzip member per MiB, as RFC 1952 allows. */
+let spaces: { readonly plain: Buffer; readonly gzip: Buffer } | undefined
+const mebibyteOfSpaces = () => spaces ??= (() => {
+  const plain = Buffer.alloc(mebibyte, " ")
+  return { plain, gzip: gzipSync(plain, { level: 9 }) }
+})()
+
+/**
+ * The valid answer `whole`, with a `padding` field of `bytes` blanks and a 0
+ * (valid JSON, for whoever reads it all), each piece gzipped when `gzip`.
+ */
+const padded = (whole: object, bytes: number, gzip: boolean) => {
+  const head = Buffer.from(`${JSON.stringify(whole).slice(0, -1)},"padding":`)
+  const tail = Buffer.from("0}")
+  const mebibytes = Math.floor(bytes / mebibyte)
+  const pieces = function*() {
+    yield gzip ? gzipSync(head) : head
+    const { plain, gzip: compressed } = mebibyteOfSpaces()
+    for (let i = 0; i < mebibytes; i++) yield gzip ? compressed : plain
+    yield gzip ? gzipSync(tail) : tail
+  }
+  return { pieces: pieces(), length: head.byteLength + mebibytes * mebibyte + tail.byteLength }
+}
+
+const endlessHead = `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0`
+
+/** An answer whose first vector's numbers never end. */
+function* endless() {
+  yield Buffer.from(endlessHead)
+  const numbers = Buffer.from(",0.012345678901234567".repeat(3_000))
+  for (;;) yield numbers
+}
+
 /** A vector as OpenAI's `encoding_format: "base64"` sends it: little-endian float32. */
 const base64 = (vector: ReadonlyArray<number>) => Buffer.from(new Float32Array(vector).buffer).toString("base64")
 
@@ -536,9 +605,9 @@ export const startFakeEmbeddings = async (options: FakeEmbeddingsOptions = {}): 
   const { dimensions, embed } = await loadEmbedder(options)
   const sockets = new Set<Socket>()
   const inputs: Array<string> = []
-  const state = { calls: 0, authorization: undefined as string | undefined, model: undefined as string | undefined }
+  const state = { calls: 0, authorization: undefined as string | undefined, model: undefined as string | undefined, hostileBytesSent: 0, hostileAnswersOpen: 0 }
 
-  const answer = (req: IncomingMessage, res: ServerResponse, body: string, mode: FakeMode, poison: string | undefined) => {
+  const answer = (req: IncomingMessage, res: ServerResponse, body: string, mode: FakeMode, poison: string | undefined, overflow: string | undefined) => {
     const path = (req.url ?? "/").split("?")[0]!.replace(/\/+$/, "")
     if (req.method !== "POST" || path !== "/v1/embeddings") {
       return json(res, 404, apiError(`no route for ${req.method} ${path}`, "invalid_request_error"))
@@ -564,16 +633,40 @@ export const startFakeEmbeddings = async (options: FakeEmbeddingsOptions = {}): 
       return json(res, 400, apiError("an input is longer than the model's context", "invalid_request_error"))
     }
     const tokens = texts.reduce((n, t) => n + Math.max(1, Math.ceil(t.length / 4)), 0)
-    json(res, 200, {
-      object: "list",
-      data: texts.map((text, i) => {
-        const vector = embed(text)
-        const embedding = mode === "wrong-size" ? vector.slice(0, dimensions - 1) : vector
-        return { object: "embedding", index: mode === "wrong-index" ? i + 1 : i, embedding: request.encoding_format === "base64" ? base64(embedding) : embedding }
-      }),
-      model: state.model ?? "",
-      usage: { prompt_tokens: tokens, total_tokens: tokens }
+    const data = texts.map((text, i) => {
+      const vector = embed(text)
+      if (overflow !== undefined && text.includes(overflow)) vector[0] = 1e39
+      const embedding = mode === "wrong-size" ? vector.slice(0, dimensions - 1) : vector
+      return { object: "embedding", index: mode === "wrong-index" ? i + 1 : i, embedding: request.encoding_format === "base64" ? base64(embedding) : embedding }
     })
+    const whole = { object: "list", data, model: state.model ?? "", usage: { prompt_tokens: tokens, total_tokens: tokens } }
+    const sent = (bytes: number) => (state.hostileBytesSent += bytes)
+    if (mode === "endless" || mode === "huge" || mode === "gzip-bomb" || mode === "trickle") {
+      state.hostileAnswersOpen++
+      res.once("close", () => state.hostileAnswersOpen--)
+    }
+    switch (mode) {
+      case "endless":
+        res.writeHead(200, { "content-type": "application/json" })
+        return void pump(res, endless(), sent)
+      case "huge": {
+        const { pieces, length } = padded(whole, hugeBytes, false)
+        res.writeHead(200, { "content-type": "application/json", "content-length": String(length) })
+        return void pump(res, pieces, sent)
+      }
+      case "gzip-bomb":
+        res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" })
+        return void pump(res, padded(whole, bombBytes, true).pieces, sent)
+      case "trickle": {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.write(endlessHead)
+        const timer = setInterval(() => res.write(",0.5"), 100)
+        res.once("close", () => clearInterval(timer))
+        return
+      }
+      default:
+        json(res, 200, whole)
+    }
   }
 
   return new Promise((resolve, reject) => {
@@ -582,6 +675,13 @@ export const startFakeEmbeddings = async (options: FakeEmbeddingsOptions = {}): 
       dimensions,
       mode: "ok" as FakeMode,
       rejectInputsContaining: undefined as string | undefined,
+      overflowInputsContaining: undefined as string | undefined,
+      get hostileBytesSent() {
+        return state.hostileBytesSent
+      },
+      get hostileAnswersOpen() {
+        return state.hostileAnswersOpen
+      },
       get calls() {
         return state.calls
       },
@@ -604,7 +704,7 @@ export const startFakeEmbeddings = async (options: FakeEmbeddingsOptions = {}): 
       let body = ""
       req.setEncoding("utf8")
       req.on("data", (chunk: string) => (body += chunk))
-      req.on("end", () => answer(req, res, body, mode, fake.rejectInputsContaining))
+      req.on("end", () => answer(req, res, body, mode, fake.rejectInputsContaining, fake.overflowInputsContaining))
     })
     server.on("connection", (socket) => {
       sockets.add(socket)

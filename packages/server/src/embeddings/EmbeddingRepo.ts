@@ -96,9 +96,9 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
    */
   readonly ensureIndex: (model: Model, options: { readonly concurrently: boolean }) => Effect.Effect<boolean, SqlError.SqlError>
   /**
-   * Leases up to `limit` public posts whose embedding for the model is
-   * missing or of an older text, and not waiting for a retry nor leased by
-   * another worker. Two workers never hold the same post.
+   * Leases up to `limit` public posts of public boards whose embedding for
+   * the model is missing or of an older text, and not waiting for a retry nor
+   * leased by another worker. Two workers never hold the same post.
    */
   readonly claim: (claim: Claim) => Effect.Effect<ReadonlyArray<ClaimedPost>, SqlError.SqlError>
   /** Stores vectors of posts this lease holds; yields how many were stored. */
@@ -131,8 +131,8 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
    */
   readonly neighbourDistances: (model: Model, boardId: string, sample: number) => Effect.Effect<ReadonlyArray<number>, SqlError.SqlError>
   /**
-   * How many public posts have no embedding of their current text for the
-   * model, database-wide: what the back-fill has left (the metrics' gauge,
+   * How many public posts of public boards have no embedding of their
+   * current text for the model, database-wide: what the back-fill has left (the metrics' gauge,
    * `observability/Gauges.ts`).
    */
   readonly backlog: (model: Model) => Effect.Effect<number, SqlError.SqlError>
@@ -168,6 +168,9 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         const only = c.postIds === undefined ? sql`` : sql`AND p.id IN ${sql.in(c.postIds)}`
         return sql<ClaimedPost>`WITH due AS (
             SELECT p.id FROM posts p
+            -- Only what can be suggested leaves for the API: a public post on a public board (README:
+            -- "Embeddings: suggestions by meaning"). A board made private stops its posts at once.
+            JOIN boards b ON b.id = p.board_id AND b.visibility = 'public'
             LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${c.model.name} AND e.dimensions = ${c.model.dimensions}
             WHERE p.visibility = 'public' ${only}
               AND (e.post_id IS NULL OR (
@@ -289,6 +292,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
       // Not `Effect.fn`: read on every scrape, which makes no span of its own (its statement's is the only one).
       const backlog = (model: Model) =>
         sql<{ posts: number }>`SELECT count(*)::int AS posts FROM posts p
+          JOIN boards b ON b.id = p.board_id AND b.visibility = 'public'
           WHERE p.visibility = 'public' AND NOT EXISTS (
             SELECT 1 FROM post_embeddings e WHERE e.post_id = p.id AND e.model = ${model.name} AND e.dimensions = ${model.dimensions}
               AND e.source_hash = p.text_hash)`.pipe(Effect.map((rows) => rows[0]?.posts ?? 0))

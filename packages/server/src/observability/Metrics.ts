@@ -38,7 +38,7 @@ const rateLimitDecisions = (attributes: Record<string, string>) =>
   })
 const embeddingsCalls = (attributes: Record<string, string>) =>
   Metric.counter("hearken_embeddings_calls_total", {
-    description: "Embeddings API calls by outcome: ok, timeout, rejected (a 4xx on the input) or error",
+    description: "Embeddings API calls by outcome: ok, timeout, rejected (a 4xx on the input), too_large (an answer past its size limit, dropped) or error",
     incremental: true,
     attributes
   })
@@ -86,7 +86,8 @@ export const rateLimitDecision = (endpoint: string, decision: RateLimitDecision)
 
 const callsOf = labelled(embeddingsCalls)
 const callTimeOf = labelled(embeddingsDuration)
-export type EmbeddingsOutcome = "ok" | "timeout" | "rejected" | "error"
+export type EmbeddingsOutcome = "ok" | "timeout" | "rejected" | "too_large" | "error"
+const embeddingsOutcomes: ReadonlyArray<EmbeddingsOutcome> = ["ok", "timeout", "rejected", "too_large", "error"]
 /** Times an embeddings call and counts it by the outcome `outcomeOf` reads from its exit. */
 export const timeEmbeddingsCall = <A, E, R>(outcomeOf: (exit: Exit.Exit<A, E>) => EmbeddingsOutcome) =>
 (self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -150,7 +151,7 @@ export const zeroes = Effect.gen(function*() {
     for (const decision of ["allowed", "limited", "unavailable"] as const) yield* Metric.update(decisionOf({ endpoint, decision }), 0)
   }
   for (const outcome of ["succeeded", "retry", "failed"] as const) yield* Metric.update(attemptsOf({ outcome }), 0)
-  for (const outcome of ["ok", "timeout", "rejected", "error"] as const) yield* Metric.update(callsOf({ outcome }), 0)
+  for (const outcome of embeddingsOutcomes) yield* Metric.update(callsOf({ outcome }), 0)
   for (const reason of spanDropReasons) yield* Metric.update(spansDroppedOf({ reason }), 0)
 })
 

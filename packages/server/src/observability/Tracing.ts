@@ -11,9 +11,17 @@ import {
 } from "effect/http"
 import { OtlpResource, OtlpSerialization } from "effect/observability"
 import { ServerConfig, type TracingConfig } from "../config.js"
+import { readBounded } from "../outbound/BoundedBody.js"
 import { spansDropped } from "./Metrics.js"
 import { ExportedSpan, type OtlpSpan, toOtlpSpan } from "./OtlpSpans.js"
 import * as SpanQueue from "./SpanQueue.js"
+
+/**
+ * The most of a collector's answer that is read. An OTLP export answer is an
+ * empty object or a `partialSuccess` with a count and a message: a few hundred
+ * bytes.
+ */
+export const maxCollectorAnswerBytes = 64 * 1024
 
 /** The response header that names the request's trace; a 500's `detail` holds the same id. */
 export const traceIdHeader = "x-trace-id"
@@ -45,7 +53,13 @@ const makeTracer = Effect.fnUntraced(function*(config: TracingConfig) {
     send: (spans) =>
       client.execute(
         HttpClientRequest.setBody(request, serialization.traces({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans }] }] }))
-      ).pipe(Effect.flatMap((response) => response.arrayBuffer), Effect.withTracerEnabled(false))
+      ).pipe(
+        // Read to its end, so that the one socket is free for the next export, but never more than an
+        // OTLP answer needs: past that the export failed and the socket is closed (decision 0028).
+        Effect.flatMap((response) => readBounded(response, maxCollectorAnswerBytes)),
+        Effect.asVoid,
+        Effect.withTracerEnabled(false)
+      )
   })
   const onEnd = (span: ExportedSpan) => queue.offer(() => toOtlpSpan(span))
   return Tracer.make({ span: (options) => new ExportedSpan(options, onEnd) })
