@@ -1,6 +1,7 @@
 import { Agent } from "node:http"
+import { connect } from "node:net"
 import { describe, expect, it } from "vitest"
-import { attemptFresh, type Outcome, tally } from "./support/faults.js"
+import { attemptFresh, holdLock, type Outcome, tally } from "./support/faults.js"
 import { endpoint, webhookOrganization } from "./support/receiver.js"
 import { useServerProcesses } from "./support/server.js"
 import { eventually } from "./support/wait.js"
@@ -100,4 +101,117 @@ describe("stopping with 30 keep-alive clients posting", () => {
         .toBe(true)
     }
   }, 120_000)
+})
+
+/** Resolves once `server`'s listener refuses a new connection: it has begun to drain before that. */
+const listenerClosed = (origin: string) =>
+  eventually("the listener to close", async () =>
+    (await attemptFresh(`${origin}/health`, { timeoutMs: 10_000 })).error === "ECONNREFUSED" || undefined,
+  { timeoutMs: 30_000, everyMs: 10 })
+
+/** An open TCP connection to `origin` on which nothing is sent yet; `send` writes `bytes` and yields all the server sent back. */
+const rawConnection = (origin: string) =>
+  new Promise<{ readonly send: (bytes: string) => Promise<string> }>((resolve, reject) => {
+    const { hostname, port } = new URL(origin)
+    const socket = connect({ host: hostname, port: Number(port) })
+    let received = ""
+    const ended = new Promise<string>((done) => socket.once("close", () => done(received)))
+    socket.setEncoding("latin1")
+    socket.on("data", (chunk: string) => (received += chunk))
+    socket.on("error", () => undefined)
+    socket.once("connect", () => resolve({ send: (bytes) => (socket.write(bytes), ended) }))
+    socket.once("error", reject)
+  })
+
+/** The status, `Connection`, `Retry-After` and JSON body of one HTTP/1.1 answer as it came off the socket. */
+const parseRaw = (raw: string) => {
+  const end = raw.indexOf("\r\n\r\n")
+  const [statusLine = "", ...lines] = raw.slice(0, Math.max(0, end)).split("\r\n")
+  const header = (name: string) =>
+    lines.find((line) => line.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim()
+  let body: unknown
+  try {
+    body = JSON.parse(raw.slice(end + 4))
+  } catch {
+    body = raw.slice(end + 4)
+  }
+  return {
+    status: Number(statusLine.split(" ")[1] ?? 0),
+    retryAfter: header("retry-after"),
+    connection: header("connection"),
+    contentType: header("content-type"),
+    body
+  }
+}
+
+const outcomeOf = (o: Outcome) =>
+  ({ status: o.status, retryAfter: o.retryAfter, connection: o.connection, contentType: o.contentType, body: o.body })
+
+describe("stopping: idle connections and requests past the grace period (docs/decisions/0029-request-bodies-and-sockets.md)", () => {
+  // The post below waits on a lock past the grace period: the statement limit must not be what ends it.
+  const servers = useServerProcesses(fixture, { WEBHOOK_WORKER: "false", DATABASE_STATEMENT_TIMEOUT_MS: "30000" })
+
+  it("a request a client starts on an idle connection after SIGTERM is refused with the JSON 503, never reset", async () => {
+    const server = await servers.processes.start()
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    expect((await attemptFresh(`${server.origin}/health`, { agent, timeoutMs: 10_000 })).status).toBe(200)
+    const unused = await rawConnection(server.origin)
+
+    const signalled = performance.now()
+    server.child.kill("SIGTERM")
+    await listenerClosed(server.origin)
+    // Both connections are idle now, and were when the server began to drain: closing them would race these requests.
+    const kept = await attemptFresh(`${server.origin}/api/widget/v1/feedback`, {
+      agent,
+      body: feedback("Sent on an idle connection while stopping"),
+      timeoutMs: 10_000
+    })
+    const fromUnused = parseRaw(await unused.send("GET /health HTTP/1.1\r\nHost: hearken\r\n\r\n"))
+    const exitCode = await Promise.race([server.exited, sleep(30_000).then(() => "still running 30 s after SIGTERM")])
+    console.info(`idle connections: refused ${Math.round(kept.startedAt - signalled)} ms after SIGTERM; exit ${exitCode} after ${Math.round(performance.now() - signalled)} ms`)
+    agent.destroy()
+
+    expect({ reused: kept.reused, error: kept.error, ...outcomeOf(kept) }).toEqual({ reused: true, error: undefined, ...refusal })
+    expect(fromUnused).toEqual(refusal)
+    expect(exitCode).toBe(0)
+    const posts = await servers.db.query((sql) => sql`SELECT id FROM posts WHERE title = 'Sent on an idle connection while stopping'`)
+    expect(posts).toEqual([])
+  }, 60_000)
+
+  it("a request still running when the 10 s grace period ends gets the JSON 503, and stores nothing", async () => {
+    const server = await servers.processes.start()
+    const api = `${server.origin}/api/widget/v1`
+    // One post waits on a lock on `posts`; another's client sends half its body and never the rest.
+    const lock = holdLock(servers.db.url, "LOCK TABLE posts IN SHARE ROW EXCLUSIVE MODE")
+    await lock.held
+    const waiting = attemptFresh(`${api}/feedback`, { body: feedback("Waiting past the grace period"), timeoutMs: 40_000 })
+    let sent!: () => void
+    const halfSent = new Promise<void>((resolve) => (sent = resolve))
+    const unfinished = attemptFresh(`${api}/feedback`, {
+      body: feedback("Half sent past the grace period"),
+      timeoutMs: 40_000,
+      restOfBody: new Promise<void>(() => undefined),
+      sent
+    })
+    await halfSent
+    await eventually("the post to wait on the lock", async () => {
+      const [row] = await servers.db.query<{ n: number }>((sql) =>
+        sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${servers.db.name} AND wait_event_type = 'Lock'`)
+      return row!.n === 1 || undefined
+    }, { timeoutMs: 15_000, everyMs: 20 })
+
+    const signalled = performance.now()
+    server.child.kill("SIGTERM")
+    const answers = await Promise.all([waiting, unfinished])
+    const exitCode = await Promise.race([server.exited, sleep(30_000).then(() => "still running 30 s after SIGTERM")])
+    await lock.release()
+    console.info(`past the grace period: ${answers.map((o) => `${o.error ?? o.status} ${Math.round(o.endedAt - signalled)} ms`).join(" and ")} after SIGTERM`)
+
+    for (const o of answers) expect({ error: o.error, ...outcomeOf(o) }).toEqual({ error: undefined, ...refusal })
+    // Answered once the grace period was over, not before.
+    for (const o of answers) expect(o.endedAt - signalled).toBeGreaterThan(9_000)
+    expect(exitCode).toBe(0)
+    const posts = await servers.db.query((sql) => sql`SELECT id FROM posts WHERE title LIKE '%past the grace period'`)
+    expect(posts).toEqual([])
+  }, 90_000)
 })

@@ -73,11 +73,11 @@ describe.each([
     expect(res.status).toBe(200)
   })
 
-  it("refuses a body over 1 MiB, announced or chunked, with 400", async () => {
+  it("refuses a body over 512 KiB, announced or chunked, with 400", async () => {
     const big = JSON.stringify({ ...base, content: "a".repeat(1024 * 1024 + 10) })
     const announced = await send(big)
     expect(announced.status).toBe(400)
-    expect(announced.body).toEqual({ _tag: "DataValidationError", message: "body: larger than 1048576 bytes (1 MiB)" })
+    expect(announced.body).toEqual({ _tag: "DataValidationError", message: "body: larger than 524288 bytes (512 KiB)" })
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
         controller.enqueue(new TextEncoder().encode(big))
@@ -91,7 +91,7 @@ describe.each([
       duplex: "half"
     } as RequestInit)
     expect(chunked.status).toBe(400)
-    expect(await chunked.json()).toEqual({ _tag: "DataValidationError", message: "body: larger than 1048576 bytes (1 MiB)" })
+    expect(await chunked.json()).toEqual({ _tag: "DataValidationError", message: "body: larger than 524288 bytes (512 KiB)" })
   })
 
   it("refuses a NUL character in any string with 400", async () => {

@@ -20,6 +20,7 @@ import { Importer } from "./fixtures/Importer.js"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
 import { importConfiguredSeed } from "./fixtures/startup.js"
 import * as Health from "./health/Health.js"
+import * as ConnectionCap from "./http/ConnectionCap.js"
 import * as Drain from "./http/Drain.js"
 import * as Edge from "./http/Edge.js"
 import * as NodeErrors from "./http/NodeErrors.js"
@@ -96,8 +97,9 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
   // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s,
   // and no connection on which nothing moves for `HTTP_STALL_TIMEOUT_MS`: a client that stops reading a
   // large answer (`/docs`, a long changelog) would otherwise hold its socket for good (decision 0022).
+  // And no client address holds more than `MAX_CONNECTIONS_PER_ADDRESS` sockets (decision 0029).
   return Drain.layerServer(() =>
-    NodeErrors.install(createServer({
+    ConnectionCap.install(NodeErrors.install(createServer({
       keepAliveTimeout: 5_000,
       headersTimeout: 10_000,
       requestTimeout: 30_000,
@@ -106,7 +108,7 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
       requireHostHeader: false,
       // The API has no upgrades: a request with `Upgrade` is an ordinary one, answered and kept alive as such.
       shouldUpgradeCallback: () => false
-    })).setTimeout(config.httpStallTimeoutMs), {
+    })).setTimeout(config.httpStallTimeoutMs), config.maxConnectionsPerAddress), {
     port: config.port,
     host: config.host,
     gracefulShutdownTimeout: "10 seconds"

@@ -220,6 +220,10 @@ const serverConfig = Config.all({
   ),
   rootDomain: Config.option(Config.schema(DomainName, "ROOT_DOMAIN")),
   trustProxy: Config.schema(Integer(0, 32, "an integer between 0 and 32"), "TRUST_PROXY").pipe(Config.withDefault(0)),
+  /** Open sockets per client address (`http/ConnectionCap.ts`); 0 is no cap. Unset: 256, or 0 behind a proxy (`TRUST_PROXY`). */
+  maxConnectionsPerAddress: Config.option(
+    Config.schema(Integer(0, 1_000_000, "an integer between 0 and 1000000 (0: no cap)"), "MAX_CONNECTIONS_PER_ADDRESS")
+  ),
   /** Limit on one background call (up to 32 posts): a model on a CPU needs far longer than for one draft. */
   embeddingsBackfillTimeoutMs: Config.schema(Milliseconds(3_600_000), "EMBEDDINGS_BACKFILL_TIMEOUT_MS").pipe(Config.withDefault(120_000)),
   /** A post whose embedding failed n times is tried again `base × 2^(n−1)` later, at most an hour. */
@@ -249,9 +253,11 @@ const serverConfig = Config.all({
   /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
   metricsPort: Config.option(Config.schema(Port, "METRICS_PORT")),
   metricsHost: Config.option(Config.String("METRICS_HOST"))
-}).pipe(Config.map(({ timeouts, publicUrl, metricsHost, ...config }) => ({
+}).pipe(Config.map(({ timeouts, publicUrl, metricsHost, maxConnectionsPerAddress, ...config }) => ({
   ...config,
   ...timeouts,
+  // Behind a proxy every socket is the proxy's: a cap per address would be a cap on the whole service.
+  maxConnectionsPerAddress: Option.getOrElse(maxConnectionsPerAddress, () => config.trustProxy === 0 ? 256 : 0),
   publicUrl: Option.getOrElse(publicUrl, () => new URL(`http://localhost:${config.port}`)),
   /** `METRICS_HOST`: the metrics listener's address (default: `HOST`). */
   metricsHost: Option.getOrElse(metricsHost, () => config.host)

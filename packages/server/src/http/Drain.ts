@@ -1,11 +1,11 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { InternalServerError } from "@hearken/api"
 import { Context, Duration, Effect, Layer } from "effect"
-import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
-import type { Server } from "node:http"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { Server as NetServer } from "node:net"
 import * as ErrorBodies from "./ErrorBodies.js"
-import { prependAuxiliaryRequestListener, shuttingDownMessage } from "./NodeErrors.js"
+import { answerUnavailable, prependAuxiliaryRequestListener, shuttingDownMessage } from "./NodeErrors.js"
 
 /**
  * Draining: the state of a server that has begun to stop (SIGTERM or SIGINT)
@@ -18,40 +18,73 @@ export class Drain extends Context.Service<Drain, {
   /** True from the moment the server begins to stop. */
   readonly draining: () => boolean
   readonly begin: () => void
+  /** The requests not answered yet, with their Node responses: those still running when the grace period ends get a 503. */
+  readonly inFlight: Map<IncomingMessage, ServerResponse>
 }>()("hearken/Drain") {
   /** One flag for the listener and the router: read on every request, so a plain variable. */
   static readonly layer = Layer.sync(Drain, () => {
     let draining = false
-    return { draining: () => draining, begin: () => void (draining = true) }
+    return { draining: () => draining, begin: () => void (draining = true), inFlight: new Map() }
   })
 }
 
 /**
- * Stops the server, draining it (0018), and resumes once every connection has
- * ended. In this order:
+ * The 503 refusal for a request still running when the grace period ends,
+ * unless its answer has begun or its client is gone.
+ */
+const answerStopped = (response: ServerResponse) => {
+  if (response.headersSent || response.destroyed) return
+  // A pipelined response has no socket yet, and buffers.
+  if (response.socket !== null && !response.socket.writable) return
+  answerUnavailable(response, shuttingDownMessage)
+}
+
+/**
+ * When the grace period ends: a request whose body has not all arrived is
+ * answered now. Its handler has done nothing yet (the edge reads the whole
+ * body first), and the interruption that follows destroys its socket, with
+ * the answer, were it answered then. The others are answered once
+ * interrupted (`refuse`), after their work is rolled back.
+ */
+const answerUnreceived = (drain: Drain["Service"]) =>
+  Effect.sync(() => {
+    for (const [request, response] of drain.inFlight) if (!request.complete) answerStopped(response)
+  })
+
+/**
+ * Stops the server, draining it (0018, 0029), and resumes once every
+ * connection has ended. In this order:
  * 1. the flag: from here on every answer closes its connection, and a new
  *    request is refused;
  * 2. the listener closes, with `net.Server`'s `close`: `http.Server`'s would
- *    also close the idle keep-alive connections at once, before step 3;
- * 3. one whole poll phase of the event loop (two `setImmediate`s: the first
- *    may fire before this turn's poll) reads what has already arrived: a
- *    request a client sent on a connection Node counts as idle gets the 503
- *    instead of a reset;
- * 4. the idle connections close; a busy one closes after its answer.
+ *    also close the idle keep-alive connections at once;
+ * 3. an idle connection is not closed before the deadline its last answer
+ *    announced (`Keep-Alive: timeout=5`): a client may start a request on it
+ *    until then, and closing it sooner races that request. Node closes it at
+ *    that deadline (`keepAliveTimeout` + `keepAliveTimeoutBuffer` after its
+ *    last answer, which came before the flag); a request that comes first
+ *    gets the 503 refusal with `Connection: close`. A connection on which
+ *    nothing was ever sent has no deadline of its own: it gets the same time
+ *    from now, then every connection still idle closes. A busy one closes
+ *    after its answer.
  */
 const stop = (node: Server, drain: Drain["Service"]) =>
   Effect.callback<void>((resume) => {
     drain.begin()
-    NetServer.prototype.close.call(node, () => resume(Effect.void))
-    setImmediate(() => setImmediate(() => node.closeIdleConnections()))
+    const idle = setTimeout(() => node.closeIdleConnections(), node.keepAliveTimeout + node.keepAliveTimeoutBuffer)
+    NetServer.prototype.close.call(node, () => {
+      clearTimeout(idle)
+      resume(Effect.void)
+    })
+    return Effect.sync(() => clearTimeout(idle))
   })
 
 /**
  * `NodeHttpServer.layerServer`, draining when it stops: `stop` runs first,
  * for up to `gracefulShutdownTimeout`, and the platform's own stop then finds
  * the listener closed and detaches the handler (a request still running is
- * interrupted). Scope finalizers run last-added first, and `stop` is added
- * after the platform's.
+ * interrupted; both get the JSON 503). Scope finalizers run last-added
+ * first, and `stop` is added after the platform's.
  */
 export const layerServer = (evaluate: () => Server, options: NodeHttpServer.Options) =>
   Layer.effect(
@@ -61,13 +94,15 @@ export const layerServer = (evaluate: () => Server, options: NodeHttpServer.Opti
       const node = evaluate()
       // Whoever answers a request that arrives while draining (the refusal below, a CORS
       // preflight, the 503 of `NodeErrors` once no handler is attached), the connection ends after it.
-      prependAuxiliaryRequestListener(node, (_request, response) => {
+      prependAuxiliaryRequestListener(node, (request, response) => {
+        drain.inFlight.set(request, response)
+        response.once("close", () => drain.inFlight.delete(request))
         if (drain.draining()) response.setHeader("connection", "close")
       })
       const server = yield* NodeHttpServer.make(() => node, options)
       const draining = Effect.timeoutOrElse(stop(node, drain), {
         duration: options.gracefulShutdownTimeout ?? Duration.seconds(20),
-        orElse: () => Effect.void
+        orElse: () => answerUnreceived(drain)
       })
       return HttpServer.make({
         address: server.address,
@@ -88,16 +123,28 @@ const shuttingDown = ErrorBodies.respond(new InternalServerError({ message: shut
  * The router's first check after CORS (so a browser can read the 503): while
  * draining, a request is refused before any route, rate limit or body read.
  * An answer in flight when draining began is sent with `Connection: close`.
+ * A request still running when the grace period ends is interrupted (its
+ * transaction rolled back); it then gets the same JSON 503, written to the
+ * Node response before the platform would write its empty one. A client that
+ * went away (an interrupt too) gets nothing.
  */
 export const refuse = HttpRouter.middleware(
   Effect.gen(function*() {
     const drain = yield* Drain
+    const answerInterrupted = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.sync(() => {
+        // A client that goes away interrupts too: its socket is no longer writable.
+        const response = drain.inFlight.get(request.source as IncomingMessage)
+        if (drain.draining() && response !== undefined) answerStopped(response)
+      }))
     return (httpEffect) =>
       Effect.suspend(() =>
         drain.draining()
           ? Effect.succeed(shuttingDown)
           : Effect.map(httpEffect, (response) =>
-            drain.draining() ? HttpServerResponse.setHeader(response, "connection", "close") : response)
+            drain.draining() ? HttpServerResponse.setHeader(response, "connection", "close") : response).pipe(
+              Effect.onInterrupt(() => answerInterrupted)
+            )
       )
   }),
   { global: true }

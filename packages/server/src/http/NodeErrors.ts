@@ -157,7 +157,16 @@ const notServing = (server: Server) => (_request: IncomingMessage, response: Ser
   // Itself, and listeners that only set a header (`Drain.ts`), are not a handler. Counted, not listed: every request comes here.
   const handlers = server.listenerCount("request") - 1 - (auxiliaries.get(server) ?? 0)
   if (handlers > 0 || response.headersSent) return
-  const body = unavailable(server.listening ? "starting up; retry shortly" : shuttingDownMessage)
+  answerUnavailable(response, server.listening ? "starting up; retry shortly" : shuttingDownMessage)
+}
+
+/**
+ * The JSON 503 a client may retry, written to a Node response by hand: here
+ * when no handler is attached, and by `Drain.ts` for a request still running
+ * when the grace period ends.
+ */
+export const answerUnavailable = (response: ServerResponse, message: string) => {
+  const body = unavailable(message)
   response.writeHead(503, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),

@@ -4,9 +4,7 @@ import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { describeIssue } from "../issues.js"
 import * as Tracing from "../observability/Tracing.js"
-
-/** Request bodies over this are refused with 400 before or while they are read. */
-export const maxBodyBytes = 1024 * 1024
+import { maxBodyBytes, shapeError, tooLarge } from "./BodyLimits.js"
 
 const fromSchemaError = (error: HttpApiError.HttpApiSchemaError) => {
   const where = error.kind === "Query" ? "query" : "body"
@@ -47,7 +45,7 @@ const contentTypeError = (header: string | undefined): DataValidationError | und
 
 /**
  * Compressed bodies are not supported: bodies are small JSON, and a
- * decompression bomb would slip past the 1 MiB limit, which counts wire bytes.
+ * decompression bomb would slip past the size limit, which counts wire bytes.
  */
 const contentEncodingError = (contentEncoding: string | undefined): DataValidationError | undefined =>
   contentEncoding === undefined || contentEncoding.trim().toLowerCase() === "identity"
@@ -67,7 +65,6 @@ const isMaxBytes = (defect: unknown): boolean => {
   return false
 }
 
-const tooLarge = new DataValidationError({ message: `body: larger than ${maxBodyBytes} bytes (1 MiB)` })
 /** What a 500 says when nothing more specific may be said. */
 export const internalMessage = "Internal server error"
 
@@ -96,8 +93,9 @@ const internal = (message: string, cause: Cause.Cause<unknown>) =>
   )
 
 /**
- * Every endpoint's edge: refuses bodies that are not UTF-8 JSON, compressed
- * or over 1 MiB, renders decoding failures as `DataValidationError` naming
+ * Every endpoint's edge: refuses bodies that are not UTF-8 JSON, compressed,
+ * over the size limit or too deep or long to parse cheaply (`BodyLimits.ts`),
+ * renders decoding failures as `DataValidationError` naming
  * the field, and turns any unexpected failure into a logged
  * `InternalServerError` that carries no stack, SQL or secret.
  */
@@ -115,6 +113,9 @@ export const layer = Layer.succeed(RequestErrors, (httpEffect) =>
         Effect.mapError((error) => error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge" ? tooLarge : unreadable)
       )
       if (!isUtf8(body)) return yield* notUtf8
+      // Before the payload decoder's `JSON.parse`, whose cost follows what it builds.
+      const shapeRefused = shapeError(new Uint8Array(body))
+      if (shapeRefused !== undefined) return yield* shapeRefused
     }
     return yield* httpEffect
   }).pipe(
