@@ -15,8 +15,8 @@
  * - GET /boards and GET /updates, as `PublicAnswers.ts` does (decision
  *   0010): the organization's version row (the server's query) gives the
  *   ETag (`etagOf`); a matching If-None-Match gets 304; else the answer
- *   serialized for that tag is sent from the server's own answer cache
- *   (`makeAnswerCache`), and on a miss
+ *   serialized for that tag is sent from a cache bounded as the server's
+ *   (`answerCacheOptions`), and on a miss
  *   the list is read with the server's query. Changelog entries are read a page
  *   (`pageSize`) at a time, streamed when longer than a page, with the content
  *   kept as served (`update_html`) or else through the server's sanitizer
@@ -31,12 +31,14 @@
  * Answers have the spec's JSON shapes; `load/load.ts` checks that both servers
  * answer the same before it loads them.
  */
-import { postCreatedEventType, publicMaxAgeSeconds, RateLimits } from "@hearken/api"
+import { Limits, postCreatedEventType, publicMaxAgeSeconds, RateLimits } from "@hearken/api"
+import { Option } from "effect"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
-import { etagOf, largestAnswer, makeAnswerCache, matches } from "../packages/server/dist/caching/PublicAnswers.js"
+import { makeStore } from "../packages/server/dist/caching/BoundedCache.js"
+import { answerCacheOptions, etagOf, largestAnswer, matches, worthKeeping } from "../packages/server/dist/caching/PublicAnswers.js"
 import { pageSize } from "../packages/server/dist/updates/Updates.js"
 import { make as makeSanitizer, sanitizerVersion, truncate } from "../packages/server/dist/content/Sanitizer.js"
 import { numberedSlug, slugify } from "../packages/server/dist/content/slug.js"
@@ -186,7 +188,13 @@ const limit = async (endpoint: Endpoint, req: IncomingMessage, res: ServerRespon
 }
 
 /** Serialized answers by kind and organization, bounded as `PublicAnswers.ts` bounds them. */
-const answers = makeAnswerCache()
+const store = makeStore(answerCacheOptions)
+const answers = {
+  get: (key: string) => Option.getOrUndefined(store.get(key, Date.now())),
+  remember: (key: string, answer: { readonly tag: string; readonly body: Uint8Array }) => {
+    if (worthKeeping(answer.body)) store.set(key, answer, Date.now())
+  }
+}
 
 const readBody = (req: IncomingMessage) =>
   new Promise<string | undefined>((resolve, reject) => {
@@ -206,7 +214,7 @@ const codePoints = (s: string) => {
   return n
 }
 const isText = (v: unknown, max = Infinity): v is string => typeof v === "string" && !v.includes("\u0000") && codePoints(v) <= max
-const isId = (v: unknown): v is string => isText(v) && v !== ""
+const isId = (v: unknown): v is string => isText(v, Limits.id) && v !== ""
 
 /** The API's field limits (docs/api.md: "Limits"), nothing more; undefined when the body is acceptable. */
 const invalid = (body: Record<string, unknown>) => {

@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { join, resolve as resolvePath } from "node:path"
 import { withClient } from "../test/support/database.ts"
+import { productionNodeOptions } from "../test/support/flood.ts"
 import { freePort } from "../test/support/net.ts"
 
 /** An admin URL: BENCH_DATABASE_URL, or the local PostgreSQL. */
@@ -32,7 +33,7 @@ export const freshDatabase = async (prefix: string) => {
  * The V8 flags servers run with, as `npm start` and the README's production
  * command give them (decision 0011); BENCH_NODE_FLAGS replaces them, to compare.
  */
-export const serverNodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? "--max-semi-space-size=8 --max-old-space-size=256")
+export const serverNodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? productionNodeOptions)
   .split(" ").filter((flag) => flag !== "")
 
 /**

@@ -45,6 +45,14 @@ describe("GET /docs/openapi.json", () => {
     const suggestions = schemaOf(doc, doc.paths["/api/widget/v1/suggestions"].post.requestBody.content["application/json"].schema)
     expect(suggestions.properties.title.maxLength).toBe(200)
     expect(suggestions.properties.content.maxLength).toBe(20_000)
+    // Identifiers, in bodies and in the query (decision 0025).
+    for (const body of [feedback, suggestions]) {
+      for (const field of ["organizationId", "boardId"]) expect([field, body.properties[field].maxLength]).toEqual([field, 200])
+    }
+    for (const path of ["/api/widget/v1/boards", "/api/widget/v1/updates"]) {
+      const organizationId = doc.paths[path].get.parameters.find((p: any) => p.name === "organizationId")
+      expect([path, organizationId.in, organizationId.schema.maxLength]).toEqual([path, "query", 200])
+    }
     expect(suggestions.additionalProperties).toBeUndefined()
     expect(doc.paths["/api/widget/v1/suggestions"].post.responses["200"].content["application/json"].schema.maxItems).toBe(5)
   })

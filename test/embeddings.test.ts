@@ -125,6 +125,29 @@ describe("semantic suggestions (embeddings configured)", () => {
     expect(row!.n).toBe(0)
   })
 
+  it("cost no embeddings call for a board they cannot show: unknown, private or another organization's (decision 0025)", async () => {
+    const title = fresh("Dark mode")
+    const before = fake.calls
+    for (const [organizationId, boardId] of [["org_acme", "b_nope"], ["org_acme", "b_private"], ["org_acme", "b_other"], ["org_nope", "b_feat"]]) {
+      const res = await suggest(server, { organizationId, boardId, title, content: "a dark theme" })
+      expect([organizationId, boardId, res.status, res.body]).toEqual([organizationId, boardId, 200, []])
+    }
+    expect(fake.calls).toBe(before)
+  })
+
+  it("keep a draft per organization: the same words typed for another organization cost a call of their own (decision 0025)", async () => {
+    const draft = { title: fresh("Dark mode"), content: "a dark theme" }
+    const before = fake.calls
+    expect(ids(await suggest(server, draft))).toContain("p_dark")
+    expect(fake.calls).toBe(before + 1)
+    // The other organization's visitor is not answered from the first one's draft: no timing tells what was typed there.
+    expect(ids(await suggest(server, { ...draft, organizationId: "org_other", boardId: "b_other" }))).toEqual(["p_other_dark"])
+    expect(fake.calls).toBe(before + 2)
+    await suggest(server, draft)
+    await suggest(server, { ...draft, organizationId: "org_other", boardId: "b_other" })
+    expect(fake.calls).toBe(before + 2)
+  })
+
   it("never show a post that became private, whatever its embedding says", async () => {
     await server.db.query((sql) => sql`UPDATE posts SET visibility = 'private' WHERE id = 'p_calendar'`)
     try {

@@ -112,6 +112,10 @@ describe("npm run seed -- FILE", () => {
     ["a duplicate id", (f: any) => { f.organizations[0].posts[1].id = "p_1" }, "organizations[0].posts[1].id"],
     ["a bad webhook URL", (f: any) => { f.organizations[0].webhooks[0].url = "ftp://x" }, "organizations[0].webhooks[0].url"],
     ["a NUL character in an id", (f: any) => { f.organizations[0].boards[0].id = "b\u0000x" }, "organizations[0].boards[0].id"],
+    // Longer than the API takes: a row no request could name (decision 0025).
+    ["an organization id of 201 characters", (f: any) => { f.organizations[0].id = "o".repeat(201) }, "organizations[0].id"],
+    ["a board id of 201 emoji", (f: any) => { f.organizations[0].boards[0].id = "😀".repeat(201) }, "organizations[0].boards[0].id"],
+    ["a post boardId of 201 characters", (f: any) => { f.organizations[0].posts[1].boardId = "b".repeat(201) }, "organizations[0].posts[1].boardId"],
     ["a lone surrogate in a post title", (f: any) => { f.organizations[0].posts[0].title = "x\ud800" }, "organizations[0].posts[0].title"],
     ["a lone surrogate in a board name", (f: any) => { f.organizations[0].boards[0].name = "\udc00" }, "organizations[0].boards[0].name"],
     ["a lone surrogate in post content", (f: any) => { f.organizations[0].posts[1].content = "<p>\ud83d</p>" }, "organizations[0].posts[1].content"],
@@ -145,6 +149,21 @@ describe("npm run seed -- FILE", () => {
       ["2028-02-29T22:59:59.999Z", "0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", "2026-07-01T10:00:00.000Z"]
     )
     expect((await seed(full(), "restore.json")).code).toBe(0)
+  })
+
+  it("takes ids as long as the API takes, 200 code points, and says the limit of a longer one (decision 0025)", async () => {
+    const long = "😀".repeat(200)
+    const f: any = { organizations: [{ id: `o${long.slice(2)}`, name: "Long ids", statuses: [{ id: long, name: "Open" }],
+      boards: [{ id: long, name: "Long", slug: "long", visibility: "public" }],
+      posts: [{ id: long, boardId: long, title: "Long", content: "" }] }] }
+    expect((await seed(f, "long-ids.json")).code).toBe(0)
+    const [row] = await db.query((sql) => sql`SELECT char_length(id) AS n, char_length(board_id) AS b FROM posts WHERE id = ${long}`)
+    expect(row).toEqual({ n: 200, b: 200 })
+    f.organizations[0].boards[0].id = `${long}x`
+    const refused = await seed(f, "longer-ids.json")
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.trim()).toBe("hearken: organizations[0].boards[0].id: Expected a string with at most 200 code points")
+    await db.query((sql) => sql`DELETE FROM organizations WHERE id = ${f.organizations[0].id}`)
   })
 
   it("refuses a file that is not JSON, and a missing file, with one line", async () => {

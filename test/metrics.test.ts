@@ -4,7 +4,7 @@ import { getMetricsFromIterator, type PromHistogramData, type PromLabels, type P
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createDatabase } from "./support/database.js"
 import { startFakeEmbeddings } from "./support/embeddings.js"
-import { baseFixture } from "./support/fixtures.js"
+import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { send } from "./support/http.js"
 import { freePort } from "./support/net.js"
 import { processGroup, spawnScript, spawnServer, workerScript } from "./support/process.js"
@@ -19,6 +19,8 @@ const fake = await startFakeEmbeddings({ dimensions: 16 })
 
 const fixture = () => {
   const base = baseFixture()
+  // A suggestion is embedded only on a board with a public post (decision 0025).
+  base.organizations[0]!.posts = [fixturePost("p_dark", "Dark mode", "<p>Please add a dark theme</p>")]
   return {
     organizations: [
       ...base.organizations,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { memoryStore, periodMs, RateLimiter, sweepIntervalMs } from "../packages/server/dist/rate-limit/RateLimiter.js"
+import { memoryBuckets, memoryStore, periodMs, RateLimiter, sweepIntervalMs } from "../packages/server/dist/rate-limit/RateLimiter.js"
 
 /**
  * The in-process rate limiter (the embedded default) on the TestClock: the
@@ -46,6 +46,17 @@ describe("RateLimiter.layerMemory on the TestClock", () => {
       expect(store.size()).toBe(0)
       // A swept bucket starts full.
       expect(yield* store.consume("ip:b:feedback", 20)).toMatchObject({ allowed: true, remaining: 19 })
+    })))
+
+  it.effect("keeps at most memoryBuckets buckets, forgetting the least recently used (decision 0025)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const store = yield* memoryStore
+      for (let i = 0; i < 5; i++) yield* store.consume("ip:first:suggestions", 5)
+      expect((yield* store.consume("ip:first:suggestions", 5)).allowed).toBe(false)
+      for (let i = 0; i < memoryBuckets + 10; i++) yield* store.consume(`ip:10.${i >> 16}.${(i >> 8) & 255}.${i & 255}:boards`, 120)
+      expect(store.size()).toBe(memoryBuckets)
+      // The first client's bucket was the least recently used: it starts full again.
+      expect(yield* store.consume("ip:first:suggestions", 5)).toMatchObject({ allowed: true, remaining: 4 })
     })))
 
   it.effect("stops sweeping when its scope closes", () =>

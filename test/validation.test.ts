@@ -1,6 +1,7 @@
+
 import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { getJson, postJson, startSeededServer, useServer } from "./support/server.js"
 
 const server = useServer(() => startSeededServer(baseFixture()))
 
@@ -94,6 +95,20 @@ describe.each([
     expect(await chunked.json()).toEqual({ _tag: "DataValidationError", message: "body: larger than 524288 bytes (512 KiB)" })
   })
 
+  it.each(["organizationId", "boardId"])("%s: 200 code points are taken, one more is 400 naming it (decision 0025)", async (field) => {
+    // An id of the longest length names nothing here: the answer for an unknown one, not a refusal.
+    for (const id of ["a".repeat(200), emoji.repeat(200)]) {
+      const res = await send({ ...base, [field]: id })
+      if (endpoint === "feedback") expect([res.status, res.body._tag]).toEqual([404, "NotFoundError"])
+      else expect([res.status, res.body]).toEqual([200, []])
+    }
+    for (const id of ["a".repeat(200 + 1), emoji.repeat(200 + 1), "a".repeat(100_000)]) {
+      const res = await send({ ...base, [field]: id })
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual({ _tag: "DataValidationError", message: `${field}: Expected a string with at most 200 code points` })
+    }
+  })
+
   it("refuses a NUL character in any string with 400", async () => {
     expectInvalid(await send({ ...base, title: "a\u0000b" }), "title")
     expectInvalid(await send({ ...base, content: "\u0000" }), "content")
@@ -101,6 +116,23 @@ describe.each([
 
   it("accepts and ignores unknown fields", async () => {
     expect((await send({ ...base, somethingElse: [1, 2, 3] })).status).toBe(200)
+  })
+})
+
+describe.each(["boards", "updates"])("GET /%s organizationId", (endpoint) => {
+  const get = (organizationId: string) => getJson(`${server.api}/${endpoint}?organizationId=${encodeURIComponent(organizationId)}`)
+
+  it("takes 200 code points, and refuses one more with 400 naming it (decision 0025)", async () => {
+    for (const id of ["a".repeat(200), emoji.repeat(200)]) {
+      const res = await get(id)
+      expect(res.status).toBe(200)
+      expect(res.body).toEqual([])
+    }
+    for (const id of ["a".repeat(200 + 1), emoji.repeat(200 + 1), "a".repeat(15_000)]) {
+      const res = await get(id)
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual({ _tag: "DataValidationError", message: "organizationId: Expected a string with at most 200 code points" })
+    }
   })
 })
 

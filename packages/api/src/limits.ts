@@ -6,8 +6,14 @@
  * "Requests" and "Rate limits".
  */
 
-/** Field limits; lengths count Unicode code points. `suggestions`: the most posts one answer suggests. */
+/**
+ * Field limits; lengths count Unicode code points. `id`: any identifier a
+ * request names (`organizationId`, `boardId`), and any a fixture imports, so
+ * that every stored id can be asked for (decision 0025). `suggestions`: the
+ * most posts one answer suggests.
+ */
 export const Limits = {
+  id: 200,
   title: 200,
   content: 20_000,
   metadataProperties: 20,

@@ -19,7 +19,13 @@ const wellFormed = Schema.makeFilter<string>(isWellFormed, { expected: "a string
 /** Every string a client sends. */
 export const RequestString = Schema.String.check(noNul, wellFormed)
 
-const Id = RequestString.check(Schema.isNonEmpty()).annotate({ description: "identifier" })
+/**
+ * An identifier: at most `Limits.id` code points, as every stored one is
+ * (decision 0025). The length is checked first, so an id too long is refused
+ * without reading it to the end.
+ */
+export const Id = Schema.String.check(Schema.isMaxCodePoints(Limits.id), Schema.isNonEmpty(), noNul, wellFormed)
+  .annotate({ description: "identifier" })
 
 /** `YYYY-MM-DDTHH:mm:ss.sssZ` (ISO 8601, UTC, milliseconds). */
 export const Timestamp = Schema.String.annotate({

@@ -4,10 +4,15 @@ import { HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { Boards } from "../boards/Boards.js"
 import { type Cursor, Updates } from "../updates/Updates.js"
+import { type BoundedCacheOptions, make as makeBoundedCache, stringBytes } from "./BoundedCache.js"
 import { type Version, Versions } from "./Versions.js"
 
-/** Serialized answers kept per organization, bounded in bytes (UTF-8). */
+/** Serialized answers kept, in bytes: UTF-8 bodies, their tags and keys (decision 0025). */
 export const cacheBytes = 16 * 1024 * 1024
+/** Answers kept, two per organization at most: far more organizations than one process serves at a time. */
+export const cacheEntries = 10_000
+/** An answer not written again for this long goes, read or not: a tag check finds the stale ones, time frees their memory. */
+export const answerTtl = "5 minutes"
 
 type Kind = "boards" | "updates"
 
@@ -40,40 +45,38 @@ const comma = encoder.encode(",")
 /** The largest answer kept: a quarter of the cache. */
 export const largestAnswer = cacheBytes / 4
 
+export interface KeptAnswer {
+  readonly tag: string
+  readonly body: Uint8Array
+}
+
 /**
  * Serialized answers by key (kind and organization) with the tag they were
- * made for, at most `cacheBytes` in all, oldest out first; an answer over
- * `largestAnswer` is never kept.
+ * made for: at most `cacheEntries` and `cacheBytes` in all, least recently
+ * used out first; none over `largestAnswer`; each gone `answerTtl` after it
+ * was kept (`BoundedCache.ts`).
  */
-export const makeAnswerCache = () => {
-  const entries = new Map<string, { readonly tag: string; readonly body: Uint8Array }>()
-  let bytes = 0
-  return {
-    get: (key: string) => entries.get(key),
-    remember: (key: string, entry: { readonly tag: string; readonly body: Uint8Array }) => {
-      const old = entries.get(key)
-      if (old !== undefined) {
-        entries.delete(key)
-        bytes -= old.body.byteLength
-      }
-      if (entry.body.byteLength > largestAnswer) return
-      for (const [k, v] of entries) {
-        if (bytes + entry.body.byteLength <= cacheBytes) break
-        entries.delete(k)
-        bytes -= v.body.byteLength
-      }
-      entries.set(key, entry)
-      bytes += entry.body.byteLength
-    }
-  }
+export const answerCacheOptions: BoundedCacheOptions<KeptAnswer> = {
+  maxEntries: cacheEntries,
+  maxBytes: cacheBytes,
+  maxEntryBytes: largestAnswer,
+  timeToLive: answerTtl,
+  sizeOf: (answer) => answer.body.byteLength + stringBytes(answer.tag)
 }
+
+/**
+ * An empty list is never kept: reading it again finds nothing, cheaply, and
+ * it is the answer of every organization that does not exist, which a
+ * visitor can name by the million (decision 0025).
+ */
+export const worthKeeping = (body: Uint8Array) => body.byteLength > 2
 
 /**
  * `GET /boards` and `GET /updates` with conditional requests (decision 0010):
  * one read of the organization's version row gives the tag; a matching
  * `If-None-Match` answers 304 without touching the boards or updates, and an
  * answer already serialized for that tag is sent as it is (UTF-8 bytes, kept
- * up to `cacheBytes` in all).
+ * as `answerCacheOptions` bounds them).
  *
  * The changelog is read a page at a time: an answer that fits in one page is
  * sent whole; a longer one is streamed page by page, so that memory does not
@@ -91,29 +94,31 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
       const versions = yield* Versions
       const boards = yield* Boards
       const updates = yield* Updates
-      const cache = makeAnswerCache()
+      const cache = yield* makeBoundedCache(answerCacheOptions)
 
       type Answer = Uint8Array | Stream.Stream<Uint8Array>
 
       /** `load` gives a whole answer, which is kept, or a stream, which calls `keep` itself once complete. */
-      const respond = (kind: Kind, load: (organizationId: string, nowMs: number, keep: (body: Uint8Array) => void) => Effect.Effect<Answer>) =>
+      const respond = (kind: Kind, load: (organizationId: string, nowMs: number, keep: (body: Uint8Array) => Effect.Effect<void>) => Effect.Effect<Answer>) =>
         Effect.fnUntraced(function*(organizationId: string, ifNoneMatch: string | undefined) {
           const nowMs = yield* Clock.currentTimeMillis
           const tag = etagOf(kind, organizationId, yield* versions.read(organizationId, nowMs))
           const headers = { etag: tag, "cache-control": `public, max-age=${publicMaxAgeSeconds}` }
           if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return HttpServerResponse.empty({ status: 304, headers })
           const key = `${kind}\u0000${organizationId}`
-          const cached = cache.get(key)
-          if (cached?.tag === tag) return HttpServerResponse.uint8Array(cached.body, { contentType: "application/json", headers })
+          const cached = yield* cache.get(key)
+          if (Option.isSome(cached) && cached.value.tag === tag) {
+            return HttpServerResponse.uint8Array(cached.value.body, { contentType: "application/json", headers })
+          }
           // Read after the version: the body is at least as new as its tag, so a stale body is never cached under a newer tag.
-          const keep = (body: Uint8Array) => cache.remember(key, { tag, body })
+          const keep = (body: Uint8Array) => worthKeeping(body) ? cache.set(key, { tag, body }) : Effect.void
           const answer = yield* load(organizationId, nowMs, keep)
           if (!(answer instanceof Uint8Array)) return HttpServerResponse.stream(answer, { contentType: "application/json", headers })
-          keep(answer)
+          yield* keep(answer)
           return HttpServerResponse.uint8Array(answer, { contentType: "application/json", headers })
         })
 
-      const loadUpdates = Effect.fnUntraced(function*(organizationId: string, nowMs: number, keep: (body: Uint8Array) => void) {
+      const loadUpdates = Effect.fnUntraced(function*(organizationId: string, nowMs: number, keep: (body: Uint8Array) => Effect.Effect<void>) {
         const first = yield* updates.page(organizationId, nowMs, undefined)
         const json = (entries: ReadonlyArray<Update>) => encoder.encode(updates.toJson(entries).join(","))
         if (Option.isNone(first.next)) return encoder.encode(`[${updates.toJson(first.entries).join(",")}]`)
@@ -134,11 +139,7 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
         return Stream.concat(Stream.fromIterable([encoder.encode("["), json(first.entries)]), pages).pipe(
           Stream.concat(Stream.make(encoder.encode("]"))),
           Stream.tap((chunk) => Effect.sync(() => collect(chunk))),
-          Stream.onExit((exit) =>
-            Effect.sync(() => {
-              if (Exit.isSuccess(exit) && kept !== undefined) keep(Buffer.concat(kept))
-            })
-          )
+          Stream.onExit((exit) => Exit.isSuccess(exit) && kept !== undefined ? keep(Buffer.concat(kept)) : Effect.void)
         )
       })
 

@@ -13,11 +13,8 @@ import { DataValidationError, Limits } from "@hearken/api"
  */
 const maxBytesPerCodePoint = 12
 
-/** The longest identifier (`organizationId`, `boardId`) counted in: `Limits.id`'s value. */
-const idCodePoints = 200
-
 /** The code points of the largest valid body, `POST /feedback` with every field at its limit. */
-const codePoints = 2 * idCodePoints + Limits.title + Limits.content +
+const codePoints = 2 * Limits.id + Limits.title + Limits.content +
   Limits.metadataProperties * (Limits.metadataKey + Limits.metadataValue) + Limits.token
 
 /** Field names, quotes, colons, commas and braces around them. */

@@ -1,6 +1,7 @@
 import { rateLimitWindowMs } from "@hearken/api"
-import { Clock, Context, Data, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { Redis, type RedisOptions } from "ioredis"
+import * as BoundedCache from "../caching/BoundedCache.js"
 import { ServerConfig } from "../config.js"
 import { gcra, type GcraResult, redisScript } from "./gcra.js"
 
@@ -33,29 +34,36 @@ const traced = Effect.withSpan("RateLimiter.consume")
 
 /** How often the in-process store forgets buckets that are full again. */
 export const sweepIntervalMs = 30_000
+/** Buckets (endpoint × client address) the in-process store keeps at most, and their bytes, keys included (decision 0025). */
+export const memoryBuckets = 100_000
+export const memoryBytes = 16 * 1024 * 1024
 
 /**
- * The in-process store: each bucket's tat in a map, on the `Clock`, and a
- * sweep every `sweepIntervalMs` that deletes buckets whose tat has passed (a
- * full bucket needs no entry: `gcra` treats a missing tat as full). `size`
- * is for tests. Needs a scope: the sweep runs until it closes.
+ * The in-process store: each bucket's tat, on the `Clock`, kept until it has
+ * passed (a full bucket needs no entry: `gcra` treats a missing tat as full),
+ * and removed by a sweep every `sweepIntervalMs` (`BoundedCache.ts`). Past
+ * `memoryBuckets` the least recently used bucket is forgotten, full again
+ * early: that client gets some of its budget back sooner, and memory stays
+ * bounded whatever the number of addresses. `size` is for tests. Needs a
+ * scope: the sweep runs until it closes.
  */
 export const memoryStore = Effect.gen(function*() {
-  const tats = new Map<string, number>()
-  const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.sync(() => {
-      for (const [key, tat] of tats) if (tat <= now) tats.delete(key)
-    }))
-  yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(sweepIntervalMs)).pipe(Effect.delay(sweepIntervalMs)))
+  const tats = yield* BoundedCache.make<number>({
+    maxEntries: memoryBuckets,
+    maxBytes: memoryBytes,
+    timeToLive: periodMs,
+    sweepEvery: sweepIntervalMs,
+    sizeOf: () => 8
+  })
   return {
     consume: (bucket: string, limit: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.sync(() => {
-          const { tat, ...decision } = gcra(tats.get(bucket), now, limit, periodMs)
-          tats.set(bucket, tat)
+          const { tat, ...decision } = gcra(Option.getOrUndefined(tats.store.get(bucket, now)), now, limit, periodMs)
+          tats.store.set(bucket, tat, now, tat - now)
           return decision as Decision
         })).pipe(traced),
-    size: () => tats.size
+    size: tats.size
   }
 })
 

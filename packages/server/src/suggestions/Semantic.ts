@@ -1,23 +1,35 @@
-import { Cache, Cause, Context, Effect, Exit, Layer, Option } from "effect"
-import type { SqlError } from "effect/sql"
+import { Cause, Context, Effect, Layer, Option } from "effect"
+import { createHash } from "node:crypto"
+import * as BoundedCache from "../caching/BoundedCache.js"
 import { EmbeddingRepo, type NearPost } from "../embeddings/EmbeddingRepo.js"
-import { embeddingInput, Embeddings, type EmbeddingsError } from "../embeddings/Embeddings.js"
+import { embeddingInput, Embeddings, type Model } from "../embeddings/Embeddings.js"
 import { type Background, exactSearchUpTo, pValue } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
 
 /** Draft embeddings are kept this long: a visitor who types the same words again costs no call. */
 export const draftCacheTtl = "5 minutes"
-/** What the cached draft vectors may take, in bytes: the entry count follows from the vector size. */
+/** What the cached draft vectors may take, in bytes, keys included (decision 0025). */
 export const draftCacheBytes = 8 * 1024 * 1024
+const draftCacheEntries = 10_000
 
-/** How long a board's background is kept in process (decision 0023), and for how many boards at most. */
+/** How long a board's background is kept in process (decision 0023), and for how many boards and bytes at most (decision 0025). */
 export const backgroundTtl = "5 seconds"
-const backgroundCacheSize = 10_000
+const backgroundCacheEntries = 10_000
+const backgroundCacheBytes = 16 * 1024 * 1024
+
+/**
+ * A draft's key: its organization, the model and the text sent, digested. One
+ * organization's visitors cannot tell by the time of an answer what another
+ * organization's visitor typed, and the cache keeps no visitor's words.
+ */
+export const draftKey = (organizationId: string, model: Model, input: string) =>
+  createHash("sha256").update(`${organizationId}\u0000${model.name}\u0000${model.dimensions}\u0000${input}`).digest("base64url")
 
 /** The same words with other spacing are the same draft. */
 export const normalizeDraft = (text: string) => text.normalize("NFC").replace(/\s+/gu, " ").trim()
 
+/** A draft for a public board of the organization with public posts: the caller checks the board first, so another costs no embeddings call. */
 export interface DraftQuery {
   readonly organizationId: string
   readonly boardId: string
@@ -55,24 +67,30 @@ export class Semantic extends Context.Service<Semantic, {
       const queries = yield* SuggestionQueries
       if (Option.isNone(embeddings.model)) return Semantic.of({ nearest: () => Effect.succeedNone })
       const model = embeddings.model.value
-      // Float32 (pgvector stores single precision anyway): 4 bytes a dimension, plus the key.
-      const drafts = yield* Cache.makeWith(
-        (input: string) => embeddings.embed([input]).pipe(Effect.map(([vector]) => Float32Array.from(vector!))), {
-        capacity: Math.max(16, Math.floor(draftCacheBytes / (model.dimensions * 4 + 4 * 1024))),
-        // A failure is not remembered: the next keystroke tries again.
-        timeToLive: (exit: Exit.Exit<Float32Array, EmbeddingsError>) => Exit.isSuccess(exit) ? draftCacheTtl : 0
+      // Float32 (pgvector stores single precision anyway): 4 bytes a dimension. A failure is not kept: the next keystroke tries again.
+      const drafts = yield* BoundedCache.make<Float32Array>({
+        maxEntries: draftCacheEntries,
+        maxBytes: draftCacheBytes,
+        timeToLive: draftCacheTtl,
+        sizeOf: (vector) => vector.byteLength
       })
       // A board's background changes only when the calibrator measures it again: read once per `backgroundTtl`, not per keystroke.
-      const backgrounds = yield* Cache.makeWith((boardId: string) => queries.run(calibrations.background(model, boardId)), {
-        capacity: backgroundCacheSize,
-        timeToLive: (exit: Exit.Exit<Background, SqlError.SqlError>) => Exit.isSuccess(exit) ? backgroundTtl : 0
+      const backgrounds = yield* BoundedCache.make<Background>({
+        maxEntries: backgroundCacheEntries,
+        maxBytes: backgroundCacheBytes,
+        timeToLive: backgroundTtl,
+        sizeOf: (background) => 8 * (background.board.length + background.pool.length)
       })
 
       const nearest = Effect.fn("Semantic.nearest")(function*(query: DraftQuery) {
-        // The key is the text sent: a visitor's extra spaces change neither.
-        const vector = yield* Cache.get(drafts, embeddingInput(normalizeDraft(query.title), normalizeDraft(query.text)))
+        // The text sent, with a visitor's extra spaces changing neither.
+        const input = embeddingInput(normalizeDraft(query.title), normalizeDraft(query.text))
+        const vector = yield* drafts.getOrLoad(
+          draftKey(query.organizationId, model, input),
+          embeddings.embed([input]).pipe(Effect.map(([vector]) => Float32Array.from(vector!)))
+        )
         // The vector query shares the suggestions' connections; the draft's embedding call above holds none.
-        const background = yield* Cache.get(backgrounds, query.boardId)
+        const background = yield* backgrounds.getOrLoad(query.boardId, queries.run(calibrations.background(model, query.boardId)))
         const near = yield* queries.run(repo.nearest(model, {
           organizationId: query.organizationId,
           boardId: query.boardId,

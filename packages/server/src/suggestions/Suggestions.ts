@@ -1,6 +1,7 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import * as BoundedCache from "../caching/BoundedCache.js"
 import { ServerConfig } from "../config.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import { merge, nearLimit } from "./blend.js"
@@ -55,7 +56,11 @@ export const tuning = {
 /** Boards this large have their size cached for a minute; smaller ones are counted every time (cheap, and exact). */
 const cacheBoardsFrom = 1_000
 const cacheMs = 60_000
-const cacheSize = 100_000
+/** A feature found too common is not fetched again for this long. */
+const commonMs = 10 * cacheMs
+/** Each of the two caches below: at most this many entries and bytes, keys included (decision 0025). */
+const cacheEntries = 100_000
+const cacheBytes = 8 * 1024 * 1024
 
 export interface Ranked {
   readonly match: SuggestionMatch
@@ -98,26 +103,20 @@ export class Suggestions extends Context.Service<Suggestions, {
       const semantic = yield* Semantic
       const queries = yield* SuggestionQueries
       /** Lexemes known to be in at least `cap` posts: not fetched again for a while. */
-      const common = new Map<string, number>()
-      const sizes = new Map<string, { readonly n: number; readonly at: number }>()
-
-      /** Bounded: past `cacheSize` keys, the oldest goes. */
-      const remember = <V>(map: Map<string, V>, key: string, value: V) => {
-        map.delete(key)
-        if (map.size >= cacheSize) map.delete(map.keys().next().value!)
-        map.set(key, value)
-      }
+      const common = yield* BoundedCache.make<true>({ maxEntries: cacheEntries, maxBytes: cacheBytes, timeToLive: commonMs, sizeOf: () => 0 })
+      /** Sizes of large boards; only a board with public posts is ever kept. */
+      const sizes = yield* BoundedCache.make<number>({ maxEntries: cacheEntries, maxBytes: cacheBytes, timeToLive: cacheMs, sizeOf: () => 8 })
 
       /** Public posts on a public board of the organization; 0 for any other board. */
-      const boardSize = Effect.fnUntraced(function*(organizationId: string, boardId: string, now: number) {
+      const boardSize = Effect.fnUntraced(function*(organizationId: string, boardId: string) {
         const key = `${organizationId}\u0000${boardId}`
-        const cached = sizes.get(key)
-        if (cached !== undefined && now - cached.at < cacheMs) return cached.n
+        const cached = yield* sizes.get(key)
+        if (Option.isSome(cached)) return cached.value
         const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM posts p
           JOIN boards b ON b.id = p.board_id AND b.organization_id = ${organizationId} AND b.visibility = 'public'
           WHERE p.board_id = ${boardId} AND p.visibility = 'public'`
         const n = row?.n ?? 0
-        if (n >= cacheBoardsFrom) remember(sizes, key, { n, at: now })
+        if (n >= cacheBoardsFrom) yield* sizes.set(key, n)
         return n
       })
 
@@ -131,6 +130,9 @@ export class Suggestions extends Context.Service<Suggestions, {
        * whatever the statistics or the plan cache hold.
        */
       const indexOnly = sql`SET LOCAL enable_seqscan = off`
+
+      /** The board's size, through the index, in a transaction of its own. */
+      const countBoard = (request: SuggestionsRequest) => queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId)))
 
       /**
        * One statement: each feature's postings (at most `cap`, through the GIN
@@ -179,15 +181,14 @@ export class Suggestions extends Context.Service<Suggestions, {
           FROM total LEFT JOIN ranked ON true
           ORDER BY ranked.score DESC NULLS LAST, ranked.created_at DESC, ranked.id`
 
-      /** `text`: the draft's content as plain text. */
-      const rankText = Effect.fnUntraced(function*(request: SuggestionsRequest, text: string) {
+      /** `text`: the draft's content as plain text; `size`, the board's when it was counted already. */
+      const rankText = Effect.fnUntraced(function*(request: SuggestionsRequest, text: string, size?: number) {
         const features = queryFeatures(request.title, text).slice(0, tuning.maxFeatures)
         if (features.length === 0) return []
-        const now = yield* Clock.currentTimeMillis
         // One transaction, one connection of the suggestions' share, for both statements.
         const rows = yield* queries.run(Effect.gen(function*() {
           yield* indexOnly
-          const n = yield* boardSize(request.organizationId, request.boardId, now)
+          const n = size ?? (yield* boardSize(request.organizationId, request.boardId))
           if (n === 0) return []
           const cap = tuning.common
           const key = boardKey(request.boardId)
@@ -195,13 +196,12 @@ export class Suggestions extends Context.Service<Suggestions, {
           let commonTotal = 0
           for (const { feature, weight } of features) {
             const lexeme = `${key}/${feature}`
-            const at = common.get(lexeme)
-            if (at !== undefined && now - at < cacheMs * 10) commonTotal += weight * idf(n, Math.min(cap, n))
+            if (Option.isSome(yield* common.get(lexeme))) commonTotal += weight * idf(n, Math.min(cap, n))
             else fetch.push({ lexeme, weight })
           }
           if (fetch.length === 0) return []
           const rows = yield* search(request, n, cap, commonTotal, fetch)
-          for (const idx of rows[0]?.common ?? []) remember(common, fetch[idx]!.lexeme, now)
+          for (const idx of rows[0]?.common ?? []) yield* common.set(fetch[idx]!.lexeme, true)
           return rows
         }))
         return rows.flatMap((row) =>
@@ -220,11 +220,14 @@ export class Suggestions extends Context.Service<Suggestions, {
         Effect.map(rankText(request, sanitizer.text(request.content)), shownOf)
       )
 
-      // Both halves at once: the answer takes the longer of the two, never their sum.
+      // The board first, cheaply: an unknown, private or other organization's board costs no embeddings call (decision 0025).
+      // Then both halves at once: the answer takes the longer of the two, never their sum.
       const suggest = Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
+        const size = yield* Effect.orDie(countBoard(request))
+        if (size === 0) return []
         const text = sanitizer.text(request.content)
         const [ranked, meaning] = yield* Effect.all([
-          rankText(request, text),
+          rankText(request, text, size),
           semantic.nearest({ ...request, text, limit: nearLimit })
         ], { concurrency: 2 })
         const shown = shownOf(ranked)
