@@ -9,7 +9,7 @@
 export interface Background {
   /** Distances from a sample of the board's public posts to their nearest neighbour on the board, ascending. */
   readonly board: ReadonlyArray<number>
-  /** The model's pool across boards (`poolOf`), ascending; empty when there is none. */
+  /** The pool of the board's organization for the model (`poolOf`), ascending; empty when there is none. */
   readonly pool: ReadonlyArray<number>
   /** The board's public embedded posts when it was measured; 0 when it was not yet. */
   readonly posts: number
@@ -21,9 +21,9 @@ export interface Background {
  */
 export const exactSearchUpTo = 2_000
 
-/** A board with fewer sampled distances than this borrows the model's pool. */
+/** A board with fewer sampled distances than this borrows its organization's pool. */
 export const ownBackgroundFrom = 20
-/** Values each board gives the pool: evenly spaced quantiles of its own. */
+/** Values each board gives its organization's pool: evenly spaced quantiles of its own. */
 export const poolPerBoard = 25
 /** Boards the pool is made of, at most: it stays small whatever the number of boards. */
 export const poolBoards = 200
@@ -50,9 +50,10 @@ const atMost = (sorted: ReadonlyArray<number>, d: number) => {
  *
  * A board with fewer than `ownBackgroundFrom` sampled distances has too few
  * for that: `d` must then be below the share p of its own (0 when it is
- * closer than any two of its posts are to each other) and, when other boards
- * have a background of their own, as rare among the model's pool. A board
- * with a single post has none of its own: the pool alone, or 1.
+ * closer than any two of its posts are to each other) and, when the
+ * organization's other boards have a background of their own, as rare among
+ * their pool. A board with a single post has none of its own: the pool
+ * alone, or 1.
  */
 export const pValue = (background: Background, d: number): number => {
   const { board, pool } = background
@@ -68,9 +69,10 @@ export const quantiles = (sorted: ReadonlyArray<number>, count: number): Array<n
     : Array.from({ length: count }, (_, i) => sorted[Math.round((i + 0.5) * sorted.length / count - 0.5)]!)
 
 /**
- * The model's pool: `poolPerBoard` quantiles of each board that has a
- * background of its own (the first `poolBoards` given), so that every board
- * weighs the same, ascending.
+ * An organization's pool: `poolPerBoard` quantiles of each of its boards
+ * that has a background of its own (the first `poolBoards` given), so that
+ * every board weighs the same, ascending. Never another organization's
+ * boards (decision 0027): its posts are not this one's to decide with.
  */
 export const poolOf = (boards: ReadonlyArray<ReadonlyArray<number>>): Array<number> =>
   boards.filter((b) => b.length >= ownBackgroundFrom).slice(0, poolBoards).flatMap((b) => quantiles(b, poolPerBoard)).sort((a, b) => a - b)
