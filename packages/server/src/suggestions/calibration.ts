@@ -23,18 +23,24 @@ export const exactSearchUpTo = 2_000
 
 /** A board with fewer sampled distances than this borrows its organization's pool. */
 export const ownBackgroundFrom = 20
+/**
+ * On such a board, a distance under this share of its median is a pair of
+ * posts asking the same thing, not how close its requests usually are: it is
+ * left out of the board's own share (decision 0027).
+ */
+export const pairBelow = 0.5
 /** Values each board gives its organization's pool: evenly spaced quantiles of its own. */
 export const poolPerBoard = 25
 /** Boards the pool is made of, at most: it stays small whatever the number of boards. */
 export const poolBoards = 200
 
-/** How many values of an ascending list are at most `d`. */
-const atMost = (sorted: ReadonlyArray<number>, d: number) => {
+/** How many values of an ascending list are at most `d` (or, `strictly`, below it). */
+const atMost = (sorted: ReadonlyArray<number>, d: number, strictly = false) => {
   let lo = 0
   let hi = sorted.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (sorted[mid]! <= d) lo = mid + 1
+    if (strictly ? sorted[mid]! < d : sorted[mid]! <= d) lo = mid + 1
     else hi = mid
   }
   return lo
@@ -49,17 +55,29 @@ const atMost = (sorted: ReadonlyArray<number>, d: number) => {
  * to its original than posts usually are to each other: a small p.
  *
  * A board with fewer than `ownBackgroundFrom` sampled distances has too few
- * for that: `d` must then be below the share p of its own (0 when it is
- * closer than any two of its posts are to each other) and, when the
- * organization's other boards have a background of their own, as rare among
- * their pool. A board with a single post has none of its own: the pool
- * alone, or 1.
+ * for that: `d` must then be below the share p of its own (`ownShare`: 0
+ * when it is closer than any two of its posts are to each other, pairs of
+ * duplicates aside) and, when the organization's other boards have a
+ * background of their own, as rare among their pool. A board with a single
+ * post has none of its own: the pool alone, or 1.
  */
 export const pValue = (background: Background, d: number): number => {
   const { board, pool } = background
   if (board.length >= ownBackgroundFrom) return (1 + atMost(board, d)) / (board.length + 1)
-  const own = board.length === 0 ? (pool.length === 0 ? 1 : 0) : atMost(board, d) / board.length
+  const own = board.length === 0 ? (pool.length === 0 ? 1 : 0) : ownShare(board, d)
   return pool.length === 0 ? own : Math.max(own, (1 + atMost(pool, d)) / (pool.length + 1))
+}
+
+/**
+ * The share of a small board's distances at most `d`, those under `pairBelow`
+ * of its median left out. A few posts that are duplicates of each other (real
+ * ones, or a visitor's) put small distances into a board of a few posts: two
+ * of nine would otherwise hold every draft's p above 0.2. The median moves
+ * only when they are half the board.
+ */
+const ownShare = (board: ReadonlyArray<number>, d: number): number => {
+  const pairs = atMost(board, pairBelow * board[board.length >> 1]!, true)
+  return Math.max(0, atMost(board, d) - pairs) / (board.length - pairs)
 }
 
 /** `count` evenly spaced quantiles of an ascending list (all of it when shorter). */
