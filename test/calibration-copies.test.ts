@@ -110,15 +110,25 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a board's nearest-ne
 
 describe("a small board's own share", () => {
   const pool: ReadonlyArray<number> = []
-  const withPairs = { board: [0, 0, 0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.9], pool, posts: 11 }
+  // Two pairs of duplicates among nine posts: 0.1, 0.12 (once each, as their copies would be).
+  const withPairs = { board: [0.1, 0.12, 0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.9], pool, posts: 9 }
 
   it("leaves out distances under half of its median", () => {
     assert.isBelow(withPairs.board.length, ownBackgroundFrom)
-    // 0.3 is below every distance between distinct requests of the board: the two 0s do not count.
+    // 0.3 is below every distance between distinct requests of the board: the two pairs do not count.
     assert.strictEqual(pValue(withPairs, 0.3), 0)
+    assert.strictEqual(pValue(withPairs, 0.11), 0)
     assert.strictEqual(pairBelow, 0.5)
     assert.strictEqual(pValue(withPairs, 0.55), 1 / 7)
     assert.strictEqual(pValue({ ...withPairs, board: [0.2, 0.25, 0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.9] }, 0.3), 0)
+  })
+
+  it("keeps a 0: two texts with one vector, which the model cannot tell apart", () => {
+    const unread = { board: [0, 0, 0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.9], pool, posts: 9 }
+    // A draft with that vector too is as close to them as they are to each other.
+    assert.strictEqual(pValue(unread, 0), 2 / 9)
+    assert.strictEqual(pValue(unread, 0.3), 2 / 9)
+    assert.strictEqual(pValue({ ...unread, board: [0, 0, 0.1, 0.12, 0.6, 0.6, 0.7, 0.8, 0.9] }, 0.3), 2 / 7)
   })
 
   it("counts them all when they are half the board or more: a board about one thing", () => {

@@ -68,16 +68,28 @@ export const pValue = (background: Background, d: number): number => {
   return pool.length === 0 ? own : Math.max(own, (1 + atMost(pool, d)) / (pool.length + 1))
 }
 
+/** Distances this small are between one vector twice (single-precision storage). */
+const sameVector = 1e-6
+
 /**
  * The share of a small board's distances at most `d`, those under `pairBelow`
  * of its median left out. A few posts that are duplicates of each other (real
  * ones, or a visitor's) put small distances into a board of a few posts: two
  * of nine would otherwise hold every draft's p above 0.2. The median moves
  * only when they are half the board.
+ *
+ * A distance of 0 stays: copies are one post already (`EmbeddingRepo`), so
+ * two posts with one vector are different texts the model cannot tell apart
+ * (texts in a language it does not read). A draft with that vector is no
+ * closer to them than they are to each other; left out, it would be shown
+ * both, at random.
  */
 const ownShare = (board: ReadonlyArray<number>, d: number): number => {
-  const pairs = atMost(board, pairBelow * board[board.length >> 1]!, true)
-  return Math.max(0, atMost(board, d) - pairs) / (board.length - pairs)
+  const cut = pairBelow * board[board.length >> 1]!
+  const same = atMost(board, sameVector)
+  const pairs = Math.max(0, atMost(board, cut, true) - same)
+  const pairsUpToD = d >= cut ? pairs : Math.max(0, atMost(board, d) - same)
+  return (atMost(board, d) - pairsUpToD) / (board.length - pairs)
 }
 
 /** `count` evenly spaced quantiles of an ascending list (all of it when shorter). */
