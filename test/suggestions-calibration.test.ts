@@ -13,8 +13,9 @@ import { eventually } from "./support/wait.js"
  * with no duplicate gets nothing on a board of unrelated posts and on a
  * board of one topic; a paraphrase sharing no word with its original is
  * found by meaning; the `embedding_calibrations` rows follow the boards (new
- * posts, private posts, another model); a 3-post board borrows the model's
- * pool without flooding; and the same on the embedded database (PGlite).
+ * posts, private posts, another model); a 3-post board borrows its
+ * organization's pool without flooding; and the same on the embedded
+ * database (PGlite).
  */
 
 const embedders = ["concept", "glove", "ngram"] as const
@@ -160,7 +161,7 @@ describe("a paraphrase that shares no word with its duplicate", () => {
   })
 })
 
-describe("a board of 3 posts, which borrows the model's pool", () => {
+describe("a board of 3 posts, which borrows its organization's pool", () => {
   it.each(embedders)("finds a lexically obvious duplicate alone and gives an unrelated draft nothing (%s)", async (embedder) => {
     expect(await suggest(embedder, "b_tiny", { title: "Export invoices as PDF" })).toEqual(["p_tiny_pdf"])
     expect(await suggest(embedder, "b_tiny", { title: "Invite a guest", content: "Let clients follow a project." })).toEqual(["p_tiny_guests"])
