@@ -1,12 +1,10 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { ServerConfig } from "../packages/server/dist/config.js"
 import { EmbeddingRepo, exactUpTo, vectorLiteral } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
 import { lexiconOf } from "../packages/server/dist/lexicon/lexicon.js"
-import * as Database from "../packages/server/dist/sql/Database.js"
 import { ownBackgroundFrom, pairBelow, pValue } from "../packages/server/dist/suggestions/calibration.js"
-import { createDatabase } from "./support/database.js"
+import { onFreshDatabase } from "./support/repository.js"
 
 /**
  * A board's background counts copies once (decision 0027), below HTTP on
@@ -22,15 +20,7 @@ const model = { name: "copies-model", dimensions: 8 }
 const at = (angle: number) => [Math.cos(angle), Math.sin(angle), 0, 0, 0, 0, 0, 0]
 const cosine = (a: number, b: number) => 1 - Math.cos(a - b)
 
-const Env = Layer.unwrap(Effect.gen(function*() {
-  const db = yield* Effect.acquireRelease(Effect.promise(createDatabase), (db) => Effect.promise(db.drop))
-  const env = { DATABASE_URL: db.url, LOG_LEVEL: "none" }
-  return EmbeddingRepo.layer.pipe(
-    Layer.provideMerge(Database.layer),
-    Layer.provide(ServerConfig.layer),
-    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))
-  )
-}))
+const Env = onFreshDatabase(EmbeddingRepo.layer)
 
 interface Post {
   readonly id: string

@@ -1,7 +1,16 @@
 import { Duration } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backgroundTtl } from "../packages/server/dist/suggestions/Semantic.js"
-import { calibrated, calibrationRows, type TestModel } from "./support/calibration.js"
+import {
+  calibrated,
+  calibrationRows,
+  type Draft,
+  embeddingsEnv,
+  fakeModel,
+  suggestionIds,
+  type TestModel,
+  withModelFailing
+} from "./support/calibration.js"
 import {
   backgroundFixture,
   calibrationOrganization,
@@ -42,16 +51,9 @@ beforeAll(async () => {
   // One at a time: a server's start-up is mostly CPU.
   for (const embedder of embedders) {
     const fake = await startFakeEmbeddings({ embedder })
-    const model = { name: `fake-${embedder}`, dimensions: fake.dimensions }
+    const model = fakeModel(embedder, fake)
     const db = await createDatabase()
-    const server = await startServerOn(db, {
-      SEED_FILE: seed,
-      EMBEDDINGS_URL: fake.url,
-      EMBEDDINGS_MODEL: model.name,
-      EMBEDDINGS_DIMENSIONS: String(model.dimensions),
-      // The calibrator sweeps every min(10 s, this): calibrated within a fraction of a second.
-      EMBEDDINGS_RETRY_BASE_MS: "200"
-    })
+    const server = await startServerOn(db, { SEED_FILE: seed, ...embeddingsEnv(fake, model) })
     running.set(embedder, { fake, db, model, server })
   }
   await Promise.all(embedders.map((e) => calibrated(get(e).db, get(e).model)))
@@ -64,32 +66,12 @@ afterAll(async () => {
   }
 })
 
-interface Draft {
-  readonly title: string
-  readonly content?: string
-}
+const suggest = (embedder: Embedder, boardId: string, draft: Draft) =>
+  suggestionIds(get(embedder).server.api, calibrationOrganization, boardId, draft)
 
-const suggest = async (embedder: Embedder, boardId: string, draft: Draft, organizationId = calibrationOrganization) => {
-  const res = await postJson(`${get(embedder).server.api}/suggestions`, {
-    organizationId,
-    boardId,
-    title: draft.title,
-    content: draft.content === undefined ? "" : `<p>${draft.content}</p>`
-  })
-  expect(res.status).toBe(200)
-  return (res.body as Array<{ id: string }>).map((m) => m.id)
-}
-
-/** The answer without the semantic half: the model fails for the draft (a failure is not cached). */
-const lexicalOnly = async (embedder: Embedder, boardId: string, draft: Draft) => {
-  const { fake } = get(embedder)
-  fake.mode = "error"
-  try {
-    return await suggest(embedder, boardId, draft)
-  } finally {
-    fake.mode = "ok"
-  }
-}
+/** The answer without the semantic half: the model fails for the draft. */
+const lexicalOnly = (embedder: Embedder, boardId: string, draft: Draft) =>
+  withModelFailing(get(embedder).fake, () => suggest(embedder, boardId, draft))
 
 /**
  * Waits until a background read at `readAt` (ms since the epoch) has left

@@ -1,10 +1,58 @@
+import { expect } from "vitest"
 import type { TestDatabase } from "./database.js"
+import type { Embedder, FakeEmbeddings } from "./embeddings.js"
+import { postJson } from "./server.js"
 import { eventually } from "./wait.js"
 
 /** A model as the server is configured with it: `EMBEDDINGS_MODEL` and `EMBEDDINGS_DIMENSIONS`. */
 export interface TestModel {
   readonly name: string
   readonly dimensions: number
+}
+
+/** The model a fake embedder stands for: `fake-<embedder><suffix>`, of its size. */
+export const fakeModel = (embedder: Embedder, fake: FakeEmbeddings, suffix = ""): TestModel =>
+  ({ name: `fake-${embedder}${suffix}`, dimensions: fake.dimensions })
+
+/** The server's environment for `model` served by `fake`. */
+export const embeddingsEnv = (fake: FakeEmbeddings, model: TestModel) => ({
+  EMBEDDINGS_URL: fake.url,
+  EMBEDDINGS_MODEL: model.name,
+  EMBEDDINGS_DIMENSIONS: String(model.dimensions),
+  // The calibrator sweeps every min(10 s, this): calibrated within a fraction of a second.
+  EMBEDDINGS_RETRY_BASE_MS: "200"
+})
+
+export interface Draft {
+  readonly title: string
+  /** Plain text; sent as one paragraph. */
+  readonly content?: string
+}
+
+/** The ids `POST /suggestions` of the API at `api` answers for `draft` on a board of `organizationId`. */
+export const suggestionIds = async (api: string, organizationId: string, boardId: string, draft: Draft): Promise<Array<string>> => {
+  const res = await postJson(`${api}/suggestions`, {
+    organizationId,
+    boardId,
+    title: draft.title,
+    content: draft.content === undefined ? "" : `<p>${draft.content}</p>`
+  })
+  expect(res.status).toBe(200)
+  return (res.body as Array<{ id: string }>).map((m) => m.id)
+}
+
+/**
+ * `ask` while `fake` fails every call: the lexical answer alone, as a failure
+ * is not cached (a draft whose vector the server cached is still answered by
+ * meaning).
+ */
+export const withModelFailing = async <A>(fake: FakeEmbeddings, ask: () => Promise<A>): Promise<A> => {
+  fake.mode = "error"
+  try {
+    return await ask()
+  } finally {
+    fake.mode = "ok"
+  }
 }
 
 export interface CalibrationRow {
