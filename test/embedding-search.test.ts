@@ -1,10 +1,8 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Schedule } from "effect"
+import { Effect, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { ServerConfig } from "../packages/server/dist/config.js"
 import { EmbeddingRepo, indexName, vectorLiteral } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
-import * as Database from "../packages/server/dist/sql/Database.js"
-import { createDatabase } from "./support/database.js"
+import { onFreshDatabase } from "./support/repository.js"
 
 /**
  * The vector search below HTTP, on real PostgreSQL with pgvector: the model's
@@ -19,15 +17,7 @@ const other = { name: "other-model", dimensions: 8 }
 const at = (angle: number) => [Math.cos(angle), Math.sin(angle), 0, 0, 0, 0, 0, 0]
 const query = at(0)
 
-const Env = Layer.unwrap(Effect.gen(function*() {
-  const db = yield* Effect.acquireRelease(Effect.promise(createDatabase), (db) => Effect.promise(db.drop))
-  const env = { DATABASE_URL: db.url, LOG_LEVEL: "none" }
-  return EmbeddingRepo.layer.pipe(
-    Layer.provideMerge(Database.layer),
-    Layer.provide(ServerConfig.layer),
-    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))
-  )
-}))
+const Env = onFreshDatabase(EmbeddingRepo.layer)
 
 const seed = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

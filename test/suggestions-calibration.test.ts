@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { calibrated, calibrationRows, type TestModel } from "./support/calibration.js"
+import {
+  calibrated,
+  calibrationRows,
+  type Draft,
+  embeddingsEnv,
+  fakeModel,
+  suggestionIds,
+  type TestModel,
+  withModelFailing
+} from "./support/calibration.js"
 import { calibrationFixture, calibrationOrganization, publicPosts } from "./support/calibration-fixture.js"
 import { type Embedder, type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
@@ -13,20 +22,12 @@ import { eventually } from "./support/wait.js"
  * with no duplicate gets nothing on a board of unrelated posts and on a
  * board of one topic; a paraphrase sharing no word with its original is
  * found by meaning; the `embedding_calibrations` rows follow the boards (new
- * posts, private posts, another model); a 3-post board borrows the model's
- * pool without flooding; and the same on the embedded database (PGlite).
+ * posts, private posts, another model); a 3-post board borrows its
+ * organization's pool without flooding; and the same on the embedded
+ * database (PGlite).
  */
 
 const embedders = ["concept", "glove", "ngram"] as const
-const modelOf = (embedder: Embedder, fake: FakeEmbeddings, suffix = ""): TestModel =>
-  ({ name: `fake-${embedder}${suffix}`, dimensions: fake.dimensions })
-const envOf = (fake: FakeEmbeddings, model: TestModel) => ({
-  EMBEDDINGS_URL: fake.url,
-  EMBEDDINGS_MODEL: model.name,
-  EMBEDDINGS_DIMENSIONS: String(model.dimensions),
-  // The calibrator sweeps every min(10 s, this): calibrated within a fraction of a second.
-  EMBEDDINGS_RETRY_BASE_MS: "200"
-})
 
 interface Running {
   readonly fake: FakeEmbeddings
@@ -45,16 +46,16 @@ beforeAll(async () => {
   const seed = await writeFixtureFile(calibrationFixture())
   embedded = (async () => {
     const fake = await startFakeEmbeddings({ embedder: "concept" })
-    const server = spawnServer({ PGLITE_DIR: "memory", SEED_FILE: seed, LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000", ...envOf(fake, modelOf("concept", fake)) },
+    const server = spawnServer({ PGLITE_DIR: "memory", SEED_FILE: seed, LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000", ...embeddingsEnv(fake, fakeModel("concept", fake)) },
       await freePort())
     return { fake, server }
   })()
   // One at a time: a server's start-up is mostly CPU.
   for (const embedder of embedders) {
     const fake = await startFakeEmbeddings({ embedder })
-    const model = modelOf(embedder, fake)
+    const model = fakeModel(embedder, fake)
     const db = await createDatabase()
-    running.set(embedder, { fake, db, model, server: await startServerOn(db, { SEED_FILE: seed, ...envOf(fake, model) }) })
+    running.set(embedder, { fake, db, model, server: await startServerOn(db, { SEED_FILE: seed, ...embeddingsEnv(fake, model) }) })
   }
   await Promise.all(embedders.map((e) => calibrated(get(e).server.db, get(e).model)))
 }, 10 * 60_000) // GloVe's first fetch downloads 118 MB (`npm run fetch-glove`)
@@ -74,21 +75,7 @@ afterAll(async () => {
   }
 })
 
-interface Draft {
-  readonly title: string
-  readonly content?: string
-}
-
-const suggestAt = async (api: string, boardId: string, draft: Draft): Promise<Array<string>> => {
-  const res = await postJson(`${api}/suggestions`, {
-    organizationId: calibrationOrganization,
-    boardId,
-    title: draft.title,
-    content: draft.content === undefined ? "" : `<p>${draft.content}</p>`
-  })
-  expect(res.status).toBe(200)
-  return (res.body as Array<{ id: string }>).map((m) => m.id)
-}
+const suggestAt = (api: string, boardId: string, draft: Draft) => suggestionIds(api, calibrationOrganization, boardId, draft)
 const suggest = (embedder: Embedder, boardId: string, draft: Draft) => suggestAt(get(embedder).server.api, boardId, draft)
 
 /** Drafts with no duplicate on their board (and none in words: the lexical half finds nothing either). */
@@ -114,16 +101,9 @@ const wordy = {
   b_notify: { title: "Notification when a payment fails", content: "Alert billing admins if a card is declined." }
 } as const satisfies Record<string, Draft>
 
-/** The answer without the semantic half: the model fails for the draft (a failure is not cached). */
-const lexicalOnly = async (embedder: Embedder, boardId: string, draft: Draft) => {
-  const { fake } = get(embedder)
-  fake.mode = "error"
-  try {
-    return await suggest(embedder, boardId, draft)
-  } finally {
-    fake.mode = "ok"
-  }
-}
+/** The answer without the semantic half: the model fails for the draft. */
+const lexicalOnly = (embedder: Embedder, boardId: string, draft: Draft) =>
+  withModelFailing(get(embedder).fake, () => suggest(embedder, boardId, draft))
 
 /** Shares no word (nor title trigram, nor prefix) with "Dark mode: Please offer a dark colour scheme; …". */
 const nightReading: Draft = { title: "Black background", content: "Easier to read at night" }
@@ -160,7 +140,7 @@ describe("a paraphrase that shares no word with its duplicate", () => {
   })
 })
 
-describe("a board of 3 posts, which borrows the model's pool", () => {
+describe("a board of 3 posts, which borrows its organization's pool", () => {
   it.each(embedders)("finds a lexically obvious duplicate alone and gives an unrelated draft nothing (%s)", async (embedder) => {
     expect(await suggest(embedder, "b_tiny", { title: "Export invoices as PDF" })).toEqual(["p_tiny_pdf"])
     expect(await suggest(embedder, "b_tiny", { title: "Invite a guest", content: "Let clients follow a project." })).toEqual(["p_tiny_guests"])
@@ -259,8 +239,8 @@ describe("the calibration follows the boards (concept)", () => {
     const current = get("concept")
     const oldModel = current.model
     await current.server.close() // the database stays
-    const model = modelOf("concept", current.fake, "-2")
-    current.server = await startServerOn(current.db, envOf(current.fake, model))
+    const model = fakeModel("concept", current.fake, "-2")
+    current.server = await startServerOn(current.db, embeddingsEnv(current.fake, model))
     current.model = model
     const rows = await calibrated(current.server.db, model)
     expect(rows.map((r) => [r.boardId, r.posts, r.distances.length])).toEqual([
@@ -290,7 +270,7 @@ describe("the calibration follows the boards (concept)", () => {
     organization!.posts = organization!.posts.map((p) => p.id === "p_mix_gantt" ? { ...p, visibility: "private" } : p)
     organization!.boards = organization!.boards.map((b) => b.id === "b_tiny" ? { ...b, visibility: "private" } : b)
     await current.server.close()
-    current.server = await startServerOn(current.db, { SEED_FILE: await writeFixtureFile(fixture), ...envOf(current.fake, current.model) })
+    current.server = await startServerOn(current.db, { SEED_FILE: await writeFixtureFile(fixture), ...embeddingsEnv(current.fake, current.model) })
     const rows = await calibrated(current.server.db, current.model)
     expect(rows.map((r) => [r.boardId, r.posts, r.distances.length])).toEqual([
       ["", 0, 50],

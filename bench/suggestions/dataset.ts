@@ -64,8 +64,8 @@ export const datasetOrganization = (dataset: Dataset, organizationId = qualityOr
   posts: dataset.posts.map(({ boardId, content, createdAt, id, title }) => ({ id, boardId, title, content, createdAt }))
 })
 
-/** FNV-1a, 32 bits. */
-const hash = (text: string) => {
+/** FNV-1a, 32 bits: a stable order of ids that owes nothing to their meaning. */
+export const hash = (text: string) => {
   let h = 0x811c9dc5
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0
   return h

@@ -17,6 +17,14 @@
  * ranking (pg_trgm `similarity` of title and text, top 5), for comparison.
  *
  * `-- --verbose` adds how the p-values and gaps spread per set and embedder.
+ * `-- --small` also asks every draft on small boards (decision 0027): each
+ * set's board dealt by a hash of the post ids into boards of about
+ * `smallBoardPosts` posts, once as they are and once with up to
+ * `pairsPerSmallBoard` real duplicates among their posts (drafts of the fit
+ * half placed beside their original, and then not asked), in the same
+ * organization as the whole board, whose pool they borrow. A draft is asked on
+ * the small board of its (first) expected post, or, with no duplicate, on one
+ * chosen by a hash of its id.
  * `npm run quality -- --fit` also fits, on the fit half only, the lexical
  * selection (`Selection`) and then the blend of the two halves (`Blend`), and
  * prints what it found with both halves' numbers; the constants in
@@ -34,9 +42,10 @@ import type { Blend, Near } from "../../packages/server/dist/suggestions/blend.j
 import type { Selection } from "../../packages/server/dist/suggestions/Suggestions.js"
 import { type Embedder, startFakeEmbeddings } from "../../test/support/embeddings.ts"
 import { freshDatabase, startProcess, withSql } from "../support.ts"
-import { datasetOrganization, type Draft, type Half, halves, type LabelledSet, loadSets } from "./dataset.ts"
+import { datasetOrganization, type Draft, type Half, halves, hash, type LabelledSet, loadSets } from "./dataset.ts"
 
 const fit = process.argv.includes("--fit")
+const small = process.argv.includes("--small")
 const sets = loadSets()
 const embedders = (process.env["QUALITY_EMBEDDERS"] ?? "concept,glove,ngram").split(",").filter((e) => e !== "") as Array<Embedder>
 const dimensions: Record<Embedder, number> = { concept: 64, glove: 100, ngram: 256 }
@@ -69,7 +78,71 @@ const cases: Array<Case> = sets.flatMap((set) => {
   const half = halves(set)
   return set.drafts.map((draft) => ({ set, half: half.get(draft.id)!, draft, ranked: [], trigram: [], api: new Map(), near: new Map() }))
 })
-const requestOf = (c: Case) => ({ organizationId: c.set.organizationId, boardId: c.draft.boardId, title: c.draft.title, content: c.draft.content })
+const requestOf = (c: { readonly set: LabelledSet; readonly draft: Draft }) => ({ organizationId: c.set.organizationId, boardId: c.draft.boardId, title: c.draft.title, content: c.draft.content })
+
+// ---------------------------------------------------------------------------
+// Small boards (`--small`)
+
+/** Posts of a small board, about. */
+const smallBoardPosts = 9
+/** Real duplicates a small board of the "with duplicates" kind holds besides its posts, at most. */
+const pairsPerSmallBoard = 2
+
+type SmallKind = "plain" | "duplicates"
+/** A draft asked on a small board: its board and expected posts are the small board's. */
+interface SmallCase {
+  readonly set: LabelledSet
+  readonly half: Half
+  readonly kind: SmallKind
+  readonly draft: Draft
+  readonly api: Map<string, ReadonlyArray<string>>
+}
+
+/** The small boards of a set, as fixture boards and posts of its organization, and the drafts to ask on them. */
+const smallBoardsOf = (set: LabelledSet) => {
+  const half = halves(set)
+  const boards: Array<{ id: string; name: string; slug: string; visibility: "public" }> = []
+  const posts: Array<{ id: string; boardId: string; title: string; content: string; createdAt: string }> = []
+  const asked: Array<SmallCase> = []
+  for (const board of set.boards) {
+    const own = set.posts.filter((p) => p.boardId === board.id).sort((a, b) => hash(a.id) - hash(b.id) || (a.id < b.id ? -1 : 1))
+    const count = Math.max(1, Math.round(own.length / smallBoardPosts))
+    const chunkOf = new Map(own.map((p, i) => [p.id, i % count]))
+    const drafts = set.drafts.filter((d) => d.boardId === board.id)
+    for (const kind of ["plain", "duplicates"] as const) {
+      const tag = kind === "plain" ? "p" : "d"
+      const boardId = (k: number) => `${board.id}~${tag}${k}`
+      for (let k = 0; k < count; k++) boards.push({ id: boardId(k), name: boardId(k), slug: `${boardId(k)}`.replace(/[^a-z0-9-]/gi, "-").toLowerCase(), visibility: "public" })
+      for (const p of own) posts.push({ id: `${p.id}~${tag}`, boardId: boardId(chunkOf.get(p.id)!), title: p.title, content: p.content, createdAt: p.createdAt })
+      // Drafts of the fit half placed as posts beside their original: real duplicates among the board's posts.
+      const placed = new Map<string, Draft>()
+      if (kind === "duplicates") {
+        const perBoard = new Map<number, number>()
+        for (const d of drafts.filter((d) => d.expected.length > 0 && half.get(d.id) === "fit").sort((a, b) => hash(a.id) - hash(b.id))) {
+          const k = chunkOf.get(d.expected[0]!)!
+          if ((perBoard.get(k) ?? 0) >= pairsPerSmallBoard) continue
+          perBoard.set(k, (perBoard.get(k) ?? 0) + 1)
+          placed.set(d.id, d)
+          posts.push({ id: `${d.id}~${tag}`, boardId: boardId(k), title: d.title, content: d.content, createdAt: "2026-01-01T00:00:00.000Z" })
+        }
+      }
+      for (const d of drafts) {
+        if (placed.has(d.id)) continue
+        const k = d.expected.length > 0 ? chunkOf.get(d.expected[0]!)! : hash(d.id) % count
+        const expected = [
+          ...d.expected.filter((id) => chunkOf.get(id) === k).map((id) => `${id}~${tag}`),
+          // A placed draft asks for the same thing as its original: finding it is finding the request.
+          ...[...placed.values()].filter((x) => chunkOf.get(x.expected[0]!) === k && d.expected.includes(x.expected[0]!)).map((x) => `${x.id}~${tag}`)
+        ]
+        asked.push({ set, half: half.get(d.id)!, kind, draft: { ...d, boardId: boardId(k), expected }, api: new Map() })
+      }
+    }
+  }
+  return { boards, posts, asked }
+}
+
+const smallBoards = new Map(sets.map((set) => [set, small ? smallBoardsOf(set) : { boards: [], posts: [], asked: [] }]))
+const smallCases = [...smallBoards.values()].flatMap((s) => s.asked)
 
 /** Services of the server (dist) in this process, on `env`. */
 const inProcess = <A>(env: Record<string, string>, f: Effect.Effect<A, never, any>) =>
@@ -86,7 +159,7 @@ const inProcess = <A>(env: Record<string, string>, f: Effect.Effect<A, never, an
   ) as Effect.Effect<A>)
 
 const askApi = async (origin: string, label: string) => {
-  for (const c of cases) {
+  for (const c of [...cases, ...smallCases]) {
     const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -160,7 +233,13 @@ const mergedIds = (c: Case, embedder: string, s: Selection = selection, b: Blend
 const database = await freshDatabase("quality")
 const dir = await mkdtemp(join(tmpdir(), "hearken-quality-"))
 const seedFile = join(dir, "fixture.json")
-await writeFile(seedFile, JSON.stringify({ organizations: sets.map((set) => datasetOrganization(set, set.organizationId)) }))
+await writeFile(seedFile, JSON.stringify({
+  organizations: sets.map((set) => {
+    const organization = datasetOrganization(set, set.organizationId)
+    const extra = smallBoards.get(set)!
+    return { ...organization, boards: [...organization.boards, ...extra.boards], posts: [...organization.posts, ...extra.posts] }
+  })
+}))
 const rateLimits = { RATE_LIMIT_MULTIPLIER: "100000" }
 
 try {
@@ -320,6 +399,30 @@ for (const { half, list, set } of groups(cases)) {
 }
 console.log("")
 console.log(misses.length === 0 ? "Held-out half: every target met." : `Held-out half, targets missed:\n- ${misses.join("\n- ")}`)
+
+if (small) {
+  for (const kind of ["plain", "duplicates"] as const) {
+    const list = smallCases.filter((c) => c.kind === kind)
+    const boards = [...smallBoards.values()].flatMap((s) => s.boards).filter((b) => b.id.includes(kind === "plain" ? "~p" : "~d"))
+    console.log("")
+    console.log(kind === "plain"
+      ? `Small boards (--small): ${boards.length} boards of about ${smallBoardPosts} posts, each draft asked on the one of its expected post.`
+      : `Small boards with real duplicates (--small): the same boards, with up to ${pairsPerSmallBoard} drafts of the fit half placed beside their originals (not asked).`)
+    console.log("")
+    console.log("| set | half | embedder | recall@5 | MRR@5 | hit@1 | results per no-duplicate draft | empty answers (no-duplicate drafts) |")
+    console.log("|---|---|---|---|---|---|---|---|")
+    for (const set of sets) {
+      for (const half of ["fit", "held-out"] as const) {
+        const group = list.filter((c) => c.set === set && c.half === half)
+        for (const answer of ["none", ...embedders]) {
+          const m = metricsOf(group.map((c) => ({ draft: c.draft, ids: c.api.get(answer)! })))
+          const mark = half === "held-out" ? "**held-out**" : "fit"
+          console.log(`| ${set.name} | ${mark} (${m.positives}+${m.negatives}) | ${answer === "none" ? "none (lexical)" : answer} | ${f2(m.recall)} | ${f2(m.mrr)} | ${f2(m.hit1)} | ${f2(m.perNegative)} | ${f2(m.emptyShare)} |`)
+        }
+      }
+    }
+  }
+}
 
 if (!fit) {
   // The API's answers are the in-process merge of the same candidates: the report measures what the code says.

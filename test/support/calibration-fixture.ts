@@ -130,3 +130,62 @@ export const publicPosts: Readonly<Record<string, number>> = {
   b_notify: notifyPosts.length,
   b_tiny: tinyPosts.length
 }
+
+/**
+ * `b_seven`: 7 posts on unrelated topics, to which a visitor adds two
+ * identical posts (`visitorCopy`) in `test/suggestions-background.test.ts`.
+ */
+export const sevenPosts = posts("p_sev", [
+  ["pdf", "Export invoices to PDF", "Our accountant needs every invoice as a PDF file."],
+  ["shortcuts", "Keyboard shortcuts in the editor", "Bold and italic with Ctrl+B and Ctrl+I."],
+  ["guests", "Invite guests to a project", "Let clients follow one project without a paid seat."],
+  ["slack", "Slack integration", "Post a message in our team channel whenever a ticket is created."],
+  ["2fa", "Two-factor authentication", "Require an authenticator code for admins when they sign in."],
+  ["gantt", "Gantt chart view", "Show projects on a timeline with the dependencies between tasks."],
+  ["recurring", "Recurring tasks", "Let a weekly chore repeat automatically every Monday."]
+])
+
+/** What a visitor posts twice, word for word. */
+export const visitorCopy = { title: "Refund my subscription", text: "I was charged twice this month, please give my money back." }
+
+/** `b_dups`: 9 posts, three of them asking for a dark theme in their own words (real duplicates). */
+export const duplicatePosts = posts("p_dup", [
+  ["dark", "Dark mode", "Please offer a dark colour scheme; the white pages hurt my eyes late in the evening."],
+  ["dim", "Dimmer colours", "A dark palette would be kinder to the eyes after sunset."],
+  ["theme", "Dark theme for the app", "The bright white screens hurt my eyes when I work in the evening."],
+  ["pdf", "Export invoices to PDF", "Our accountant needs every invoice as a PDF file."],
+  ["shortcuts", "Keyboard shortcuts in the editor", "Bold and italic with Ctrl+B and Ctrl+I."],
+  ["guests", "Invite guests to a project", "Let clients follow one project without a paid seat."],
+  ["slack", "Slack integration", "Post a message in our team channel whenever a ticket is created."],
+  ["2fa", "Two-factor authentication", "Require an authenticator code for admins when they sign in."],
+  ["gantt", "Gantt chart view", "Show projects on a timeline with the dependencies between tasks."]
+])
+
+/** The organization whose public board a visitor floods with copies. */
+export const floodedOrganization = "org_flood"
+
+/** `b_flood`: 10 posts of `org_flood` before the flood. */
+export const floodPosts = posts("p_fl", mixedPosts.slice(0, 10).map((p) => [p.id.slice("p_mix_".length), p.title, p.text] as const))
+
+/**
+ * `calibrationFixture`, with `b_seven` and `b_dups` on its organization, and
+ * `org_flood` with its public board `b_flood`.
+ */
+export const backgroundFixture = () => {
+  const fixture = calibrationFixture()
+  const [organization] = fixture.organizations
+  organization!.boards.push(
+    { id: "b_seven", name: "Seven", slug: "seven", visibility: "public" },
+    { id: "b_dups", name: "Duplicates", slug: "duplicates", visibility: "public" }
+  )
+  organization!.posts.push(...fixturePosts("b_seven", sevenPosts), ...fixturePosts("b_dups", duplicatePosts))
+  return {
+    organizations: [...fixture.organizations, {
+      id: floodedOrganization,
+      name: "Flooded",
+      statuses: [{ id: "st_flood_open", name: "Open", isDefault: true }],
+      boards: [{ id: "b_flood", name: "Flooded", slug: "flooded", visibility: "public" }],
+      posts: fixturePosts("b_flood", floodPosts)
+    }]
+  }
+}

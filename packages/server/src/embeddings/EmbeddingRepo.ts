@@ -88,6 +88,15 @@ export const modelPredicate = (model: Model, alias = "") => modelSql(model, alia
 /** The hash of a post's title and content (a generated column): a post whose text changes is due again. */
 const sourceHash = "p.text_hash"
 
+/**
+ * Posts with the same key are copies of one text (decision 0027): the same
+ * lexical features (`lexicon/lexicon.ts`: the same words whatever their case,
+ * accents, punctuation, spacing or markup), or, for a post with none, the same
+ * title and content. Copies are one post in a board's background: two visitors
+ * posting the same words are not two requests that happen to be close.
+ */
+const copyKey = `CASE WHEN p.lexicon IS NULL OR length(p.lexicon) = 0 THEN 't' || p.text_hash ELSE 'w' || md5(p.lexicon::text) END`
+
 /** The SQL of `post_embeddings`: the embedding queue and the vectors. */
 export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
   /**
@@ -125,9 +134,11 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
   /**
    * The distance from each of up to `sample` public posts of a public board
    * (drawn at random) to its nearest other public post of the board, for the
-   * model, ascending: the board's background (decision 0023). A board of at
-   * most `exactUpTo` posts is compared pair by pair; a larger one walks the
-   * model's index once per sampled post.
+   * model, ascending: the board's background (decision 0023). Copies count
+   * once (`copyKey`, decision 0027): one post of a text is drawn, and its
+   * nearest neighbour has another text. A board of at most `exactUpTo` posts
+   * is compared pair by pair; a larger one walks the model's index once per
+   * sampled post.
    */
   readonly neighbourDistances: (model: Model, boardId: string, sample: number) => Effect.Effect<ReadonlyArray<number>, SqlError.SqlError>
   /**
@@ -268,21 +279,26 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         const n = count?.n ?? 0
         if (n < 2) return []
         const vector = sql.literal(`e.embedding::${m.cast}`)
+        const copy = sql.literal(copyKey)
+        // One post of each text is drawn, and its nearest neighbour is the nearest post with another text.
         const rows = n <= exactUpTo
           ? yield* sql<{ d: number }>`WITH board AS MATERIALIZED (
-                SELECT e.post_id, ${vector} AS v FROM post_embeddings e
+                SELECT e.post_id, ${vector} AS v, ${copy} AS copy FROM post_embeddings e JOIN posts p ON p.id = e.post_id
                 WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts})
-              ), sample AS (SELECT * FROM board ORDER BY random() LIMIT ${sample})
-              SELECT (SELECT min(s.v <=> o.v) FROM board o WHERE o.post_id <> s.post_id)::float8 AS d FROM sample s`
+              ), texts AS (SELECT DISTINCT ON (copy) * FROM board ORDER BY copy, post_id),
+              sample AS (SELECT * FROM texts ORDER BY random() LIMIT ${sample})
+              SELECT (SELECT min(s.v <=> o.v) FROM board o WHERE o.copy <> s.copy)::float8 AS d FROM sample s`
           : yield* walkingIndex(
             sql<{ d: number }>`WITH sample AS (
-                SELECT e.post_id, ${vector} AS v FROM post_embeddings e
-                WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
-                  AND e.post_id IN (SELECT id FROM (${posts}) board ORDER BY random() LIMIT ${sample})
+                SELECT DISTINCT ON (copy) * FROM (
+                  SELECT e.post_id, ${vector} AS v, ${copy} AS copy FROM post_embeddings e JOIN posts p ON p.id = e.post_id
+                  WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
+                    AND e.post_id IN (SELECT id FROM (${posts}) board ORDER BY random() LIMIT ${sample})
+                ) drawn ORDER BY copy, post_id
               )
               SELECT (
-                SELECT (${vector} <=> s.v)::float8 FROM post_embeddings e
-                WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id <> s.post_id AND e.post_id IN (${posts})
+                SELECT (${vector} <=> s.v)::float8 FROM post_embeddings e JOIN posts p ON p.id = e.post_id
+                WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts}) AND ${copy} <> s.copy
                 ORDER BY ${vector} <=> s.v LIMIT 1
               ) AS d FROM sample s`
           )

@@ -7,6 +7,7 @@ import { type Background, ownBackgroundFrom, poolBoards } from "./calibration.js
 /** A board whose background is missing or out of date: its public embedded posts now. */
 export interface StaleBoard {
   readonly boardId: string
+  readonly organizationId: string
   /** 0: the board has none left, and its row goes. */
   readonly posts: number
   readonly newest: string | null
@@ -14,12 +15,12 @@ export interface StaleBoard {
   readonly computedMs: number | null
 }
 
-/** The board id of the model's pool. */
+/** The board id of an organization's pool. */
 const pool = ""
 
-/** The SQL of `embedding_calibrations` (decision 0023). */
+/** The SQL of `embedding_calibrations` (decisions 0023 and 0027). */
 export class CalibrationRepo extends Context.Service<CalibrationRepo, {
-  /** The board's background and the model's pool; empty lists where there is none yet. */
+  /** The board's background and its organization's pool; empty lists where there is none yet. */
   readonly background: (model: Model, boardId: string) => Effect.Effect<Background, SqlError.SqlError>
   /**
    * Up to `limit` boards whose row is missing, or whose public embedded posts
@@ -30,20 +31,28 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
   readonly stale: (model: Model, limit: number) => Effect.Effect<ReadonlyArray<StaleBoard>, SqlError.SqlError>
   readonly save: (model: Model, board: StaleBoard, distances: ReadonlyArray<number>, nowMs: number) => Effect.Effect<void, SqlError.SqlError>
   readonly remove: (model: Model, boardId: string) => Effect.Effect<void, SqlError.SqlError>
-  /** The distances of up to `poolBoards` boards with a background of their own, most recently computed first: what the pool is made of. */
-  readonly boards: (model: Model) => Effect.Effect<ReadonlyArray<ReadonlyArray<number>>, SqlError.SqlError>
-  readonly savePool: (model: Model, distances: ReadonlyArray<number>, nowMs: number) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * The distances of up to `poolBoards` of the organization's boards with a
+   * background of their own, most recently computed first: what its pool is
+   * made of.
+   */
+  readonly boards: (model: Model, organizationId: string) => Effect.Effect<ReadonlyArray<ReadonlyArray<number>>, SqlError.SqlError>
+  /** Stores the organization's pool; drops it instead when none of its boards has a row left. */
+  readonly savePool: (model: Model, organizationId: string, distances: ReadonlyArray<number>, nowMs: number) => Effect.Effect<void, SqlError.SqlError>
 }>()("hearken/CalibrationRepo") {
   static readonly layer = Layer.effect(
     CalibrationRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const iso = (ms: number) => new Date(ms).toISOString()
+      const floats = (distances: ReadonlyArray<number>) => `{${distances.join(",")}}`
 
+      // The pool of the board's own organization, never another's: an unknown board has neither.
       const background = Effect.fn("CalibrationRepo.background")(function*(model: Model, boardId: string) {
         const rows = yield* sql<{ boardId: string; distances: ReadonlyArray<number>; posts: number }>`SELECT board_id AS "boardId", distances, posts
           FROM embedding_calibrations
-          WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id IN (${boardId}, ${pool})`
+          WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id IN (${boardId}, ${pool})
+            AND organization_id = (SELECT organization_id FROM boards WHERE id = ${boardId})`
         const board = rows.find((r) => r.boardId === boardId)
         const shared = rows.find((r) => r.boardId === pool)
         return { board: (board?.distances ?? []).map(Number), pool: (shared?.distances ?? []).map(Number), posts: board?.posts ?? 0 }
@@ -51,17 +60,18 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
 
       const stale = Effect.fn("CalibrationRepo.stale")((model: Model, limit: number) =>
         sql<StaleBoard>`WITH state AS (
-            SELECT p.board_id, count(*)::int AS posts, max(e.embedded_at) AS newest
+            SELECT p.board_id, b.organization_id, count(*)::int AS posts, max(e.embedded_at) AS newest
             FROM post_embeddings e
             JOIN posts p ON p.id = e.post_id AND p.visibility = 'public'
             JOIN boards b ON b.id = p.board_id AND b.visibility = 'public'
             WHERE ${sql.literal(modelPredicate(model, "e."))} AND e.embedding IS NOT NULL
-            GROUP BY p.board_id
+            GROUP BY p.board_id, b.organization_id
           ), saved AS (
-            SELECT board_id, posts, newest, computed_at FROM embedding_calibrations
+            SELECT board_id, organization_id, posts, newest, computed_at FROM embedding_calibrations
             WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id <> ${pool}
           )
-          SELECT coalesce(s.board_id, c.board_id) AS "boardId", coalesce(s.posts, 0) AS posts, s.newest::text AS newest,
+          SELECT coalesce(s.board_id, c.board_id) AS "boardId", coalesce(s.organization_id, c.organization_id) AS "organizationId",
+            coalesce(s.posts, 0) AS posts, s.newest::text AS newest,
             (extract(epoch FROM c.computed_at) * 1000)::float8 AS "computedMs"
           FROM state s FULL JOIN saved c ON c.board_id = s.board_id
           WHERE c.board_id IS NULL OR s.board_id IS NULL OR c.posts <> s.posts OR c.newest IS DISTINCT FROM s.newest
@@ -70,10 +80,10 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       )
 
       const save = Effect.fn("CalibrationRepo.save")((model: Model, board: StaleBoard, distances: ReadonlyArray<number>, nowMs: number) =>
-        sql`INSERT INTO embedding_calibrations (board_id, model, dimensions, distances, posts, newest, computed_at)
-          VALUES (${board.boardId}, ${model.name}, ${model.dimensions}, ${`{${distances.join(",")}}`}::float8[], ${board.posts},
+        sql`INSERT INTO embedding_calibrations (board_id, organization_id, model, dimensions, distances, posts, newest, computed_at)
+          VALUES (${board.boardId}, ${board.organizationId}, ${model.name}, ${model.dimensions}, ${floats(distances)}::float8[], ${board.posts},
             ${board.newest}::timestamptz, ${iso(nowMs)}::timestamptz)
-          ON CONFLICT (model, dimensions, board_id) DO UPDATE
+          ON CONFLICT (model, dimensions, organization_id, board_id) DO UPDATE
             SET distances = EXCLUDED.distances, posts = EXCLUDED.posts, newest = EXCLUDED.newest, computed_at = EXCLUDED.computed_at`
           .pipe(Effect.asVoid)
       )
@@ -83,15 +93,27 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
           .pipe(Effect.asVoid)
       )
 
-      const boards = Effect.fn("CalibrationRepo.boards")((model: Model) =>
+      const boards = Effect.fn("CalibrationRepo.boards")((model: Model, organizationId: string) =>
         sql<{ distances: ReadonlyArray<number> }>`SELECT distances FROM embedding_calibrations
-          WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id <> ${pool}
+          WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND organization_id = ${organizationId} AND board_id <> ${pool}
             AND cardinality(distances) >= ${ownBackgroundFrom}
           ORDER BY computed_at DESC, board_id LIMIT ${poolBoards}`.pipe(Effect.map((rows) => rows.map((r) => r.distances.map(Number))))
       )
 
-      const savePool = (model: Model, distances: ReadonlyArray<number>, nowMs: number) =>
-        save(model, { boardId: pool, posts: 0, newest: null, computedMs: null }, distances, nowMs)
+      const savePool = Effect.fn("CalibrationRepo.savePool")((model: Model, organizationId: string, distances: ReadonlyArray<number>, nowMs: number) => {
+        const rows = sql`SELECT 1 FROM embedding_calibrations
+          WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND organization_id = ${organizationId} AND board_id <> ${pool}`
+        return sql`WITH gone AS (
+            DELETE FROM embedding_calibrations
+            WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND organization_id = ${organizationId} AND board_id = ${pool}
+              AND NOT EXISTS (${rows})
+          )
+          INSERT INTO embedding_calibrations (board_id, organization_id, model, dimensions, distances, posts, newest, computed_at)
+          SELECT ${pool}, ${organizationId}, ${model.name}, ${model.dimensions}, ${floats(distances)}::float8[], 0, NULL, ${iso(nowMs)}::timestamptz
+          WHERE EXISTS (${rows})
+          ON CONFLICT (model, dimensions, organization_id, board_id) DO UPDATE
+            SET distances = EXCLUDED.distances, computed_at = EXCLUDED.computed_at`.pipe(Effect.asVoid)
+      })
 
       return CalibrationRepo.of({ background, stale, save, remove, boards, savePool })
     })

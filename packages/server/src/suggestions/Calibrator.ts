@@ -26,11 +26,12 @@ export const largeBoardRefreshMs = 60_000
  * to date, in the background: a layer that runs only when `EMBEDDINGS_URL` is
  * set. `min(10 s, EMBEDDINGS_RETRY_BASE_MS)` after the embedder stored
  * vectors (at most that often), and otherwise every `idleRoundMs` (sooner
- * when a large board it left for later is due), it finds
- * the boards whose public embedded posts changed (new, embedded again, made
- * private, gone), measures each one's nearest-neighbour distances again, then
- * the model's pool. The cost of a board is bounded by `sampleSize`, whatever
- * its size, and a board larger than `exactUpTo` is measured at most once a minute.
+ * when a large board it left for later is due), it finds the boards whose
+ * public embedded posts changed (new, embedded again, made private, gone),
+ * measures each one's nearest-neighbour distances again, then the pool of
+ * each organization they belong to (decision 0027). The cost of a board is
+ * bounded by `sampleSize`, whatever its size, and a board larger than
+ * `exactUpTo` is measured at most once a minute.
  * Needs the `CalibrationRepo`, which `App.ts` provides.
  */
 export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
@@ -52,19 +53,25 @@ export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
     const stale = yield* repo.stale(model, perRound)
     let nextMs = idleRoundMs
     let measured = 0
+    // The organizations whose boards changed: only theirs are pooled again, each from its own boards alone.
+    const organizations = new Set<string>()
     for (const board of stale) {
       const now = yield* Clock.currentTimeMillis
       if (board.posts === 0) {
         yield* repo.remove(model, board.boardId)
         measured++
+        organizations.add(board.organizationId)
       } else if (board.posts > exactUpTo && board.computedMs !== null && now - board.computedMs < largeBoardRefreshMs) {
         nextMs = Math.min(nextMs, board.computedMs + largeBoardRefreshMs - now)
       } else {
         yield* repo.save(model, board, yield* embeddingRepo.neighbourDistances(model, board.boardId, sampleSize), yield* Clock.currentTimeMillis)
         measured++
+        organizations.add(board.organizationId)
       }
     }
-    if (measured > 0) yield* repo.savePool(model, poolOf(yield* repo.boards(model)), yield* Clock.currentTimeMillis)
+    for (const organizationId of organizations) {
+      yield* repo.savePool(model, organizationId, poolOf(yield* repo.boards(model, organizationId)), yield* Clock.currentTimeMillis)
+    }
     return measured === perRound ? 0 : nextMs
   })
 
