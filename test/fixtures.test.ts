@@ -234,3 +234,131 @@ describe("npm run seed while the server takes posts (decision 0020)", () => {
     }
   }, 60_000)
 })
+
+/** Every table of the schema (the migrator's own aside): its row count and a digest of its rows. */
+const everyTable = async (url: string) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const tables = await client.query<{ name: string }>(
+      "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'effect_sql_migrations' ORDER BY 1"
+    )
+    const out: Record<string, { rows: number; digest: string }> = {}
+    for (const { name } of tables.rows) {
+      const { rows: [row] } = await client.query<{ rows: number; digest: string }>(
+        `SELECT count(*)::int AS rows, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS digest FROM "${name}" t`
+      )
+      out[name] = row!
+    }
+    return out
+  } finally {
+    await client.end()
+  }
+}
+
+/** Posts whose slugs the import claims before its transaction: derived ones, numbered ones, explicit ones. */
+const withClaims = (f: ReturnType<typeof full>) => {
+  f.organizations[0]!.posts!.push(
+    { id: "p_claim_1", boardId: "b_feat", title: "Keyboard shortcuts", content: "" },
+    { id: "p_claim_2", boardId: "b_feat", title: "Keyboard shortcuts", content: "" },
+    { id: "p_claim_3", boardId: "b_bugs", title: "Dark mode", content: "" },
+    { id: "p_claim_4", boardId: "b_bugs", title: "Export", content: "", slug: "export-csv-4" }
+  )
+  return f
+}
+
+describe("a refused import leaves every table as it found it", () => {
+  let seeded: TestDatabase
+  beforeAll(async () => {
+    seeded = await createDatabase()
+  })
+  afterAll(() => seeded?.drop())
+
+  it("on an empty database: the schema is made, and every table stays empty", async () => {
+    const empty = await createDatabase()
+    try {
+      const f = withClaims(full())
+      f.organizations[0]!.posts!.push({ id: "p_dangling", boardId: "b_missing", title: "Dangling", content: "" })
+      const result = await seed(f, "empty-refused.json", { DATABASE_URL: empty.url })
+      expect(result.stderr.trim()).toBe('hearken: organizations[0].posts[7].boardId: no board "b_missing" in this organization')
+      expect(result.code).toBe(1)
+      const tables = await everyTable(empty.url)
+      expect(Object.keys(tables)).toContain("slug_counters")
+      expect(Object.entries(tables).filter(([, table]) => table.rows !== 0)).toEqual([])
+    } finally {
+      await empty.drop()
+    }
+  })
+
+  const seededFile = () => {
+    const f = full()
+    f.organizations[1]!.posts = [{ id: "p_other", boardId: "b_other", title: "Elsewhere", content: "", slug: "taken-elsewhere" }]
+    return f
+  }
+
+  it.each([
+    ["a dangling boardId", (f: any) => { f.organizations[0].posts.push({ id: "p_x", boardId: "b_missing", title: "x", content: "" }) },
+      'organizations[0].posts[7].boardId: no board "b_missing" in this organization'],
+    ["a dangling statusId", (f: any) => { f.organizations[0].posts[5].statusId = "st_missing" },
+      'organizations[0].posts[5].statusId: no status "st_missing" in this organization'],
+    ["a post in an organization with no statuses", (f: any) => { f.organizations[2].posts = [{ id: "p_x", boardId: "b_nostatus", title: "x", content: "" }] },
+      "organizations[2].posts[0].statusId: the organization has no statuses, so there is no default status to place the post in"],
+    ["an explicit slug another post has", (f: any) => { f.organizations[0].posts[6].slug = "dark-mode" },
+      'organizations[0].posts[6].slug: slug "dark-mode" is already used by another post'],
+    ["an explicit slug twice in the file", (f: any) => { f.organizations[0].posts[5].slug = "export-csv-4" },
+      'organizations[0].posts[6].slug: slug "export-csv-4" is already used by another post'],
+    ["a post id of another organization", (f: any) => { f.organizations[0].posts[4].id = "p_other" },
+      "organizations[0].posts[4].id: this id belongs to another organization"],
+    ["an update id of another organization, at the very end", (f: any) => {
+      f.organizations[1].updates = [{ id: "u_1", title: "Mine", slug: "mine", content: "" }]
+    }, "organizations[1].updates[0].id: this id belongs to another organization"],
+    ["one board id in two organizations of the file", (f: any) => {
+      f.organizations[0].boards.push({ id: "b_twice", name: "Twice", slug: "twice", visibility: "public" })
+      f.organizations[1].boards.push({ id: "b_twice", name: "Twice", slug: "twice", visibility: "public" })
+    }, "organizations[1].boards[1].id: this id belongs to another organization"]
+  ])("on a seeded database: %s", async (_, mutate, line) => {
+    expect((await seed(seededFile(), "seeded.json", { DATABASE_URL: seeded.url })).code).toBe(0)
+    const before = await everyTable(seeded.url)
+    expect(before["slug_counters"]!.rows).toBeGreaterThan(0)
+    const f = withClaims(seededFile())
+    mutate(f)
+    const result = await seed(f, "seeded-refused.json", { DATABASE_URL: seeded.url })
+    expect(result.stderr.trim()).toBe(`hearken: ${line}`)
+    expect(result.code).toBe(1)
+    expect(await everyTable(seeded.url)).toEqual(before)
+  })
+
+  it("when another writer takes one of the file's ids after the checks, the claimed slugs are put back", async () => {
+    expect((await seed(seededFile(), "seeded.json", { DATABASE_URL: seeded.url })).code).toBe(0)
+    const f = withClaims(seededFile())
+    ;(f.organizations[0]!.boards as Array<unknown>).push({ id: "b_race", name: "Race", slug: "race", visibility: "public" })
+    const before = await everyTable(seeded.url)
+    // Holds the organization's row, so the import's transaction waits at its first statement,
+    // after its checks and its claims; meanwhile `b_race` goes to another organization.
+    const holder = new pg.Client({ connectionString: seeded.url })
+    await holder.connect()
+    try {
+      await holder.query("BEGIN")
+      await holder.query("SELECT 1 FROM organizations WHERE id = 'org_acme' FOR UPDATE")
+      const importing = seed(f, "race.json", { DATABASE_URL: seeded.url, DATABASE_STATEMENT_TIMEOUT_MS: "120000" })
+      await eventually("the import to wait on the held organization row", () =>
+        seeded.query((sql) => sql`SELECT 1 FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO organizations%'`)
+          .then((rows) => rows.length === 1 ? true : undefined), { timeoutMs: 60_000 })
+      // The claims are committed while the import waits (decision 0020).
+      expect((await everyTable(seeded.url))["slug_counters"]).not.toEqual(before["slug_counters"])
+      await holder.query("INSERT INTO boards (id, organization_id, name, slug, visibility) VALUES ('b_race', 'org_other', 'Theirs', 'theirs', 'public')")
+      await holder.query("COMMIT")
+      const result = await importing
+      expect(result.stderr.trim()).toBe("hearken: organizations[0].boards[5].id: this id belongs to another organization")
+      expect(result.code).toBe(1)
+    } finally {
+      await holder.end()
+    }
+    // The other writer's board, and the version it bumped, are all that changed.
+    const after = await everyTable(seeded.url)
+    expect({ ...after, boards: undefined, organization_versions: undefined })
+      .toEqual({ ...before, boards: undefined, organization_versions: undefined })
+    expect(after["boards"]!.rows).toBe(before["boards"]!.rows + 1)
+  }, 90_000)
+})

@@ -1,13 +1,17 @@
-import { mkdtemp, writeFile } from "node:fs/promises"
+import { execFile } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { mkdtemp, truncate, writeFile } from "node:fs/promises"
 import { createServer, type Server, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { promisify } from "node:util"
 import { Cause } from "effect"
 import { Migrator, SqlError } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startupFailureLine } from "../packages/server/dist/startup-failure.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { freePort, spawnServer, type ServerProcess, waitForHealth } from "./support/process.js"
+import { eventually } from "./support/wait.js"
 
 /**
  * A start-up that cannot proceed prints exactly one line on stderr and exits
@@ -16,6 +20,7 @@ import { freePort, spawnServer, type ServerProcess, waitForHealth } from "./supp
  */
 
 const password = "hunter2-Pa55"
+const run = promisify(execFile)
 
 /** Runs the server with `env` until it exits (at most `guardMs`: a hang fails) and yields what it printed. */
 const failedStart = async (env: Record<string, string>, guardMs = 60_000) => {
@@ -168,6 +173,208 @@ describe.concurrent("start-up stops with one line on stderr and exit code 1", { 
   })
 })
 
+/**
+ * Cases that once hung, spun, aborted or printed a credential: each gives its one line within
+ * 5 s. One at a time, so that the time measured is the server's own, not its neighbours'.
+ */
+describe("configuration: one line within 5 s, no credential printed", { timeout: 60_000 }, () => {
+  /** Pieces of a password with the characters that end a URL's user info early: none may be printed. */
+  const pieces = ["Zq9kR", "Xw8jT", "Yv7hU", "Uu6gV"]
+  const raw = `${pieces[0]}/${pieces[1]}#${pieces[2]}?${pieces[3]}`
+  const encoded = `${pieces[0]}%2F${pieces[1]}%40${pieces[2]}%23${pieces[3]}`
+
+  const expectLine = (result: Awaited<ReturnType<typeof finish>>, line: string) => {
+    expect(result.hung).toBe(false)
+    expect(result.stderr).toBe(`${line}\n`)
+    expect(result.code).toBe(1)
+    expect(result.ms).toBeLessThan(5000)
+    for (const piece of [...pieces, password]) expect(result.stdout + result.stderr).not.toContain(piece)
+  }
+
+  let dir: string
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "hearken-config-"))
+  })
+
+  const expected = {
+    DATABASE_URL: { scheme: "postgres", must: "a postgres:// or postgresql:// URL", secret: true },
+    REDIS_URL: { scheme: "redis", must: "a redis:// or rediss:// URL", secret: true },
+    EMBEDDINGS_URL: { scheme: "http", must: "an http(s) URL", secret: false },
+    PUBLIC_URL: { scheme: "https", must: "an http(s) URL", secret: false },
+    DASHBOARD_ORIGIN: { scheme: "https", must: "an http(s) origin", secret: false },
+    OTEL_EXPORTER_OTLP_ENDPOINT: { scheme: "http", must: "an http(s) URL", secret: false }
+  } as const
+
+  describe.each(Object.entries(expected))("%s", (variable, { scheme, must, secret }) => {
+    const invalid = (got?: string) =>
+      `hearken: Invalid configuration: ${variable} must be ${must}${got === undefined || secret ? "" : `, got "${got}"`}`
+    it.each([
+      // `/`, `#` or `?` in a password end the user info early: the URL does not parse, and nothing of it is shown.
+      ["a password holding / # ?, as written", `${scheme}://admin:${raw}@db.example:5432/x`, invalid()],
+      ["no scheme: the user reads as one", `admin:${raw}@db.example`, invalid()],
+      ["another scheme, the password percent-encoded, a token in the query", `ftp://admin:${encoded}@db.example/x?token=${pieces[3]}`,
+        invalid("ftp://…@db.example/x?…")]
+    ])("%s", async (_, value, line) => {
+      expectLine(await failedStart({ PGLITE_DIR: "memory", [variable]: value }), line)
+    })
+  })
+
+  it("a running server prints no credential of its valid URLs, whatever fails, even at LOG_LEVEL=debug", async () => {
+    const db = await createDatabase()
+    try {
+      const withPassword = (url: string) => {
+        const parsed = new URL(url)
+        parsed.password = encoded
+        return parsed.toString()
+      }
+      const server = spawnServer({
+        // Trust authentication: the password is sent, and ignored.
+        DATABASE_URL: withPassword(db.url),
+        // Nothing listens on port 1: the limiter and the exporter fail, and say so.
+        REDIS_URL: `redis://admin:${encoded}@127.0.0.1:1/0`,
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://admin:${encoded}@127.0.0.1:1/otlp`,
+        OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer%20${pieces[1]}`,
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+        PUBLIC_URL: `https://admin:${encoded}@feedback.example`,
+        DASHBOARD_ORIGIN: `https://admin:${encoded}@app.example`,
+        EMBEDDINGS_URL: "http://127.0.0.1:1/v1",
+        EMBEDDINGS_API_KEY: `sk-${pieces[2]}`,
+        LOG_LEVEL: "debug"
+      }, await freePort())
+      try {
+        await waitForHealth(server.origin, 60_000)
+        await fetch(`${server.origin}/boards?organizationId=org_x`)
+        await fetch(`${server.origin}/suggestions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ organizationId: "org_x", boardId: "b_x", title: "Dark mode" })
+        })
+        await eventually("the failures to be logged", async () =>
+          /Redis/.test(server.output()) && /Traces: dropping spans/.test(server.output()) || undefined, { timeoutMs: 30_000 })
+      } finally {
+        server.child.kill("SIGTERM")
+        await server.exited
+      }
+      for (const piece of pieces) expect(server.output()).not.toContain(piece)
+    } finally {
+      await db.drop()
+    }
+  })
+
+  it("OTEL_EXPORTER_OTLP_ENDPOINT=http://user:pa/ssword@host/…: nothing of the value", async () => {
+    expectLine(
+      await failedStart({ PGLITE_DIR: "memory", OTEL_EXPORTER_OTLP_ENDPOINT: `http://user:${pieces[0]}/${pieces[1]}@collector.example/v1` }),
+      "hearken: Invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL"
+    )
+  })
+
+  it("EMBEDDINGS_URL with user:password@ is refused, pointing to EMBEDDINGS_API_KEY", async () => {
+    expectLine(
+      await failedStart({ PGLITE_DIR: "memory", EMBEDDINGS_URL: `https://key:${encoded}@api.example/v1` }),
+      'hearken: Invalid configuration: EMBEDDINGS_URL must be a URL without a user name or password (give the key as EMBEDDINGS_API_KEY), got "https://…@api.example/v1"'
+    )
+  })
+
+  it("METRICS_PORT equal to PORT on the same host is refused, naming METRICS_PORT", async () => {
+    const port = await freePort()
+    expectLine(
+      await failedStart({ PGLITE_DIR: "memory", PORT: String(port), METRICS_PORT: String(port) }),
+      `hearken: Invalid configuration: METRICS_PORT must differ from PORT (${port}) on the same host`
+    )
+    expectLine(
+      await failedStart({ PGLITE_DIR: "memory", PORT: String(port), METRICS_PORT: String(port), METRICS_HOST: "0.0.0.0" }),
+      `hearken: Invalid configuration: METRICS_PORT must differ from PORT (${port}) on the same host`
+    )
+  })
+
+  it("SUGGESTIONS_STATEMENT_TIMEOUT_MS above DATABASE_STATEMENT_TIMEOUT_MS is refused", async () => {
+    expectLine(
+      await failedStart({ PGLITE_DIR: "memory", DATABASE_STATEMENT_TIMEOUT_MS: "800", SUGGESTIONS_STATEMENT_TIMEOUT_MS: "801" }),
+      'hearken: Invalid configuration: SUGGESTIONS_STATEMENT_TIMEOUT_MS must be a number of milliseconds between 1 and DATABASE_STATEMENT_TIMEOUT_MS (800), got "801"'
+    )
+  })
+
+  it("PGLITE_DIR=/proc/x (where Node's recursive mkdir spins for ever)", async () => {
+    expectLine(
+      await failedStart({ PGLITE_DIR: "/proc/x" }, 20_000),
+      "hearken: the embedded database did not start (ENOENT: no such file or directory, mkdir '/proc/x'): check PGLITE_DIR"
+    )
+  })
+
+  describe("SEED_FILE that is not a regular file of at most 32 MiB", () => {
+    it.each([
+      ["/dev/zero", async () => "/dev/zero", "a regular file, not a device or FIFO"],
+      ["a FIFO", async () => {
+        const fifo = join(dir, "seed.fifo")
+        await run("mkfifo", [fifo])
+        return fifo
+      }, "a regular file, not a device or FIFO"],
+      ["a directory", async () => dir, "a file, not a directory"],
+      ["a file past 32 MiB", async () => {
+        const huge = join(dir, "huge.json")
+        await writeFile(huge, "")
+        await truncate(huge, 32 * 1024 * 1024 + 1)
+        return huge
+      }, "a file of at most 32 MiB"]
+    ])("%s", async (_, make, must) => {
+      const file = await make()
+      expectLine(
+        await failedStart({ PGLITE_DIR: "memory", SEED_FILE: file }, 20_000),
+        `hearken: Invalid configuration: SEED_FILE must be ${must}, got ${JSON.stringify(file)}`
+      )
+    })
+  })
+})
+
+/** Whether process `pid` is gone (or a zombie nobody has reaped yet). */
+const isGone = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return true
+  }
+  return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+}
+
+describe("the embedded database process during start-up", { timeout: 60_000 }, () => {
+  /** A server on a fresh PGLITE_DIR, and its embedded database's pid once that has locked the directory (PGlite still loading). */
+  const starting = async () => {
+    const dir = join(await mkdtemp(join(tmpdir(), "hearken-embedded-")), "db")
+    const server = spawnServer({ PGLITE_DIR: dir, LOG_LEVEL: "info" }, await freePort())
+    const lock = join(dir, "hearken.lock")
+    const child = await eventually("the embedded database to lock its directory", async () => {
+      const pid = existsSync(lock) ? Number(readFileSync(lock, "utf8")) : 0
+      return pid > 0 ? pid : undefined
+    }, { everyMs: 10, timeoutMs: 30_000 })
+    return { server, child, lock }
+  }
+
+  it("SIGTERM is honoured while the embedded database starts, even one that never answers", async () => {
+    const { server, child } = await starting()
+    // Stuck: it will never report its port, nor run a signal handler.
+    process.kill(child, "SIGSTOP")
+    const sent = performance.now()
+    server.child.kill("SIGTERM")
+    const guard = setTimeout(() => server.child.kill("SIGKILL"), 20_000)
+    const code = await server.exited
+    clearTimeout(guard)
+    expect(server.child.signalCode).toBe(null)
+    expect(code).toBe(0)
+    expect(performance.now() - sent).toBeLessThan(5000)
+    await eventually("the embedded database to be gone", async () => isGone(child) || undefined, { timeoutMs: 5000 })
+  })
+
+  it("the embedded database does not outlive a killed server: it releases its lock and exits", async () => {
+    const { server, child, lock } = await starting()
+    server.child.kill("SIGKILL")
+    await server.exited
+    await eventually("the embedded database to be gone", async () => isGone(child) || undefined, { timeoutMs: 10_000 })
+    expect(existsSync(lock)).toBe(false)
+    // It shares the server's stderr: it went quietly.
+    expect(server.output()).not.toMatch(/Error|^\s+at /m)
+  })
+})
+
 describe("the line for any other failure", () => {
   const env = { DATABASE_URL: `postgres://app:${password}@db.internal:5432/hearken`, EMBEDDINGS_API_KEY: "sk-secret-key-123" }
 
@@ -177,6 +384,24 @@ describe("the line for any other failure", () => {
     expect(line).toBe("start-up failed: could not use postgres://app:***@db.internal:5432/hearken at somewhere (file.js:1:1)")
     expect(startupFailureLine(Cause.die(new Error("upstream said sk-secret-key-123")), env)).toBe("start-up failed: upstream said ***")
     expect(startupFailureLine(Cause.die("a string"), env)).toBe("start-up failed: a string")
+  })
+
+  it("removes a password holding / # ? @ or percent-escapes, and the user info of every URL variable, parsed or not", () => {
+    const oddEnv = {
+      REDIS_URL: "redis://u:Zq9kR/Xw8jT@cache",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "https://ghp_tok3nYv7hU0123456@collector.example",
+      PUBLIC_URL: "https://admin:Uu6gV%2Fa%40b@feedback.example",
+      OTEL_EXPORTER_OTLP_HEADERS: "api-key=Kk5fW%3D"
+    }
+    const line = (message: string) => startupFailureLine(Cause.die(new Error(message)), oddEnv)
+    expect(line("could not use http://user:pa/ss#wo?rd@host/x")).toBe("start-up failed: could not use http://user:***@host/x")
+    expect(line("auth failed for Zq9kR/Xw8jT and ghp_tok3nYv7hU0123456")).toBe("start-up failed: auth failed for *** and ***")
+    // A user name alone is no secret: removing it everywhere would garble the line.
+    expect(startupFailureLine(Cause.die(new Error("role admin: no")), { DATABASE_URL: "postgres://admin@db/x" })).toBe("start-up failed: role admin: no")
+    expect(line("sent Uu6gV/a@b and Uu6gV%2Fa%40b, with Kk5fW= and Kk5fW%3D")).toBe("start-up failed: sent *** and ***, with *** and ***")
+    // A path is not a URL's user info.
+    expect(line("at fail (file:///app/node_modules/@effect/sql-pg/dist/PgConnection.js:1:2)"))
+      .toBe("start-up failed: at fail (file:///app/node_modules/@effect/sql-pg/dist/PgConnection.js:1:2)")
   })
 
   it("names the migration that failed and why", () => {

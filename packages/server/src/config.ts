@@ -1,4 +1,6 @@
 import { Config, ConfigProvider, Context, Effect, Layer, type LogLevel, Option, Redacted, Schema, SchemaIssue, SchemaTransformation } from "effect"
+import { fixtureFileProblem } from "./fixtures/FixtureFile.js"
+import { printableUrl } from "./redaction.js"
 
 /** Start-up refuses a bad environment variable with this error, naming it. */
 export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
@@ -29,6 +31,20 @@ const Milliseconds = (maximum: number, message = "a number of milliseconds") => 
 /** 0 to 65535: PORT=0 picks a free port, and `Config.Port` refuses 0. */
 const Port = Integer(0, 65535, "a port number between 0 and 65535")
 
+/**
+ * The variables whose value is a URL. A URL may carry credentials, so none of these is ever
+ * printed whole: a refused one is shown through `printableUrl`, and their user info is removed
+ * from any start-up line (`startup-failure.ts`).
+ */
+export const urlVariables = [
+  "DATABASE_URL",
+  "REDIS_URL",
+  "EMBEDDINGS_URL",
+  "PUBLIC_URL",
+  "DASHBOARD_ORIGIN",
+  "OTEL_EXPORTER_OTLP_ENDPOINT"
+] as const
+
 /** A URL with one of `protocols` and a host, kept as written (a secret's stays a string). */
 const UrlString = (protocols: ReadonlyArray<string>, message: string) =>
   Schema.String.check(Schema.makeFilter((value) => {
@@ -39,6 +55,10 @@ const UrlString = (protocols: ReadonlyArray<string>, message: string) =>
 
 const HttpUrl = (message: string) =>
   UrlString(["http:", "https:"], message).pipe(Schema.decodeTo(Schema.URL, SchemaTransformation.urlFromString))
+
+/** No `user:password@`: where credentials go elsewhere (`fetch` refuses a URL holding them). */
+const withoutUserInfo = (message: string) =>
+  Schema.URL.check(Schema.makeFilter((url) => url.username === "" && url.password === "", { message }))
 
 /** One of `words`, in any case, read in lower case (the `Literals` check refuses any other). */
 const Word = <const W extends string>(words: ReadonlyArray<W>, message: string) =>
@@ -107,7 +127,12 @@ const flag = (name: string, fallback: boolean) =>
 // The variables, in the order they are checked (README: "Configuration").
 
 const embeddings = Config.all({
-  url: Config.option(Config.schema(HttpUrl("an http(s) URL"), "EMBEDDINGS_URL")),
+  url: Config.option(Config.schema(
+    HttpUrl("an http(s) URL").pipe(Schema.decodeTo(
+      withoutUserInfo("a URL without a user name or password (give the key as EMBEDDINGS_API_KEY)")
+    )),
+    "EMBEDDINGS_URL"
+  )),
   model: Config.String("EMBEDDINGS_MODEL").pipe(Config.withDefault("text-embedding-3-small")),
   dimensions: Config.schema(Integer(1, 16000, "an integer between 1 and 16000"), "EMBEDDINGS_DIMENSIONS").pipe(Config.withDefault(1536)),
   apiKey: Config.option(Config.Redacted("EMBEDDINGS_API_KEY"))
@@ -124,21 +149,25 @@ const timeouts = Config.all({
   // The stall timer also runs while a request is handled (nothing moves on its socket then): it must
   // outlast what one request may wait on, or a slow request would lose its answer.
   const handlingMs = timeouts.databaseStatementTimeoutMs + timeouts.embeddingsTimeoutMs
-  return Config.schema(
-    Integer(
-      Math.max(1000, handlingMs + 1),
-      600_000,
-      `a number of milliseconds of at least 1000, more than DATABASE_STATEMENT_TIMEOUT_MS + EMBEDDINGS_TIMEOUT_MS (${handlingMs}), and at most 600000`
-    ),
-    "HTTP_STALL_TIMEOUT_MS"
-  ).pipe(
-    Config.withDefault(Math.max(60_000, handlingMs + 1)),
-    Config.map((httpStallTimeoutMs) => ({
-      ...timeouts,
-      /** `HTTP_STALL_TIMEOUT_MS`: a connection on which nothing moves, either way, for this long is closed. */
-      httpStallTimeoutMs
-    }))
-  )
+  return Config.all({
+    /** `HTTP_STALL_TIMEOUT_MS`: a connection on which nothing moves, either way, for this long is closed. */
+    httpStallTimeoutMs: Config.schema(
+      Integer(
+        Math.max(1000, handlingMs + 1),
+        600_000,
+        `a number of milliseconds of at least 1000, more than DATABASE_STATEMENT_TIMEOUT_MS + EMBEDDINGS_TIMEOUT_MS (${handlingMs}), and at most 600000`
+      ),
+      "HTTP_STALL_TIMEOUT_MS"
+    ).pipe(Config.withDefault(Math.max(60_000, handlingMs + 1))),
+    /** Longest a suggestion's statements may run: at most `databaseStatementTimeoutMs`, which bounds every statement. */
+    suggestionsStatementTimeoutMs: Config.schema(
+      Milliseconds(
+        timeouts.databaseStatementTimeoutMs,
+        `a number of milliseconds between 1 and DATABASE_STATEMENT_TIMEOUT_MS (${timeouts.databaseStatementTimeoutMs})`
+      ),
+      "SUGGESTIONS_STATEMENT_TIMEOUT_MS"
+    ).pipe(Config.withDefault(Math.min(1000, timeouts.databaseStatementTimeoutMs)))
+  }).pipe(Config.map((bounded) => ({ ...timeouts, ...bounded })))
 }))
 
 const tracesUrl = (endpoint: URL) => {
@@ -213,7 +242,7 @@ const serverConfig = Config.all({
     Schema.RedactedFromValue(UrlString(["redis:", "rediss:"], "a redis:// or rediss:// URL")),
     "REDIS_URL"
   )),
-  seedFile: Config.option(Config.String("SEED_FILE")),
+  seedFile: Config.option(Config.schema(Schema.String.check(Schema.makeFilter(fixtureFileProblem)), "SEED_FILE")),
   publicUrl: Config.option(Config.schema(HttpUrl("an http(s) URL"), "PUBLIC_URL")),
   dashboardOrigin: Config.option(Config.schema(HttpUrl("an http(s) origin"), "DASHBOARD_ORIGIN")).pipe(
     Config.map(Option.map((url) => url.origin))
@@ -229,11 +258,6 @@ const serverConfig = Config.all({
   /** A post whose embedding failed n times is tried again `base × 2^(n−1)` later, at most an hour. */
   embeddingsRetryBaseMs: Config.schema(Milliseconds(3_600_000), "EMBEDDINGS_RETRY_BASE_MS").pipe(Config.withDefault(10_000)),
   suggestionsMaxDistance: Config.schema(Decimal(0, 2, "a number between 0 and 2"), "SUGGESTIONS_MAX_DISTANCE").pipe(Config.withDefault(1)),
-  /** Longest a suggestion's statements may run (at most `databaseStatementTimeoutMs`). */
-  suggestionsStatementTimeoutMs: Config.schema(
-    Milliseconds(3_600_000, "a number of milliseconds between 1 and 3600000"),
-    "SUGGESTIONS_STATEMENT_TIMEOUT_MS"
-  ).pipe(Config.withDefault(1000)),
   webhookMaxAttempts: Config.schema(Integer(1, 100, "an integer between 1 and 100"), "WEBHOOK_MAX_ATTEMPTS").pipe(Config.withDefault(8)),
   webhookRetryBaseMs: Config.schema(Milliseconds(86_400_000), "WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(5000)),
   webhookTimeoutMs: Config.schema(Milliseconds(600_000), "WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
@@ -299,16 +323,35 @@ const invalidConfig = Effect.fnUntraced(function*(
   const variable = issue._tag === "Pointer" ? issue.path.join("_") : "(unknown)"
   const expected = SchemaIssue.makeFormatterStandardSchemaV1()(issue).issues[0]?.message
   const given = yield* provider.load([variable]).pipe(Effect.map((node) => node?.value), Effect.orElseSucceed(() => undefined))
+  const shown = given === undefined || isSecret(issue)
+    ? undefined
+    : !(urlVariables as ReadonlyArray<string>).includes(variable)
+    ? given
+    : printableUrl(given)
   return yield* new InvalidConfig({
     variable,
-    reason: isSecret(issue) || given === undefined ? `must be ${expected}` : `must be ${expected}, got ${JSON.stringify(given)}`
+    reason: shown === undefined ? `must be ${expected}` : `must be ${expected}, got ${JSON.stringify(shown)}`
   })
 })
+
+/** An address that takes every interface: it shares a port with any other address of the host. */
+const isWildcard = (host: string) => ["", "0.0.0.0", "::", "[::]"].includes(host)
+
+/**
+ * Refused before anything listens: the public and the metrics listener cannot share a port on one
+ * address (whichever started first, the other would fail and seem to blame its own variables).
+ */
+const checkMetricsPort = (config: ServerConfigShape) =>
+  Option.isSome(config.metricsPort) && config.metricsPort.value !== 0 && config.metricsPort.value === config.port &&
+    (config.metricsHost === config.host || isWildcard(config.metricsHost) || isWildcard(config.host))
+    ? Effect.fail(new InvalidConfig({ variable: "METRICS_PORT", reason: `must differ from PORT (${config.port}) on the same host` }))
+    : Effect.succeed(config)
 
 export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | Config.ConfigError> = Effect.gen(
   function*() {
     const provider = blankIsUnset(yield* ConfigProvider.ConfigProvider)
-    return yield* serverConfig.parse(provider).pipe(Effect.catch((error) => invalidConfig(error, provider)))
+    const config = yield* serverConfig.parse(provider).pipe(Effect.catch((error) => invalidConfig(error, provider)))
+    return yield* checkMetricsPort(config)
   }
 )
 

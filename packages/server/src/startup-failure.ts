@@ -1,4 +1,6 @@
 import { Cause, Effect, Exit, Runtime } from "effect"
+import { urlVariables } from "./config.js"
+import { percentDecoded, redactText, urlSecrets } from "./redaction.js"
 
 interface Failure {
   readonly _tag?: unknown
@@ -82,38 +84,24 @@ const describe = (error: Failure): string => {
   }
 }
 
-const decoded = (text: string) => {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
-  }
-}
-
 /**
- * The values that must never be printed: the passwords of `DATABASE_URL` and
- * `REDIS_URL` (as written and decoded) and `EMBEDDINGS_API_KEY`.
+ * The values that must never be printed: the user info and password of every URL-valued
+ * variable (as written and decoded, whether the URL parses or not), `EMBEDDINGS_API_KEY` and
+ * the values of `OTEL_EXPORTER_OTLP_HEADERS`.
  */
 const secretsIn = (env: Record<string, string | undefined>): Array<string> => {
-  const out: Array<string> = []
-  for (const name of ["DATABASE_URL", "REDIS_URL"]) {
-    const value = env[name]
-    if (value === undefined || !URL.canParse(value)) continue
-    const password = new URL(value).password
-    if (password !== "") out.push(password, decoded(password))
-  }
+  const out = urlVariables.flatMap((name) => urlSecrets(env[name] ?? ""))
   const key = env["EMBEDDINGS_API_KEY"]?.trim()
   if (key) out.push(key)
-  // Longest first, so that a secret containing another is removed whole.
-  return [...new Set(out)].sort((a, b) => b.length - a.length)
+  for (const pair of (env["OTEL_EXPORTER_OTLP_HEADERS"] ?? "").split(",")) {
+    const value = pair.slice(pair.indexOf("=") + 1).trim()
+    if (pair.includes("=") && value !== "") out.push(value, percentDecoded(value))
+  }
+  return out
 }
 
 /** Drops any `user:password@` of a URL, and every secret of `env`, from `text`. */
-export const redact = (text: string, env: Record<string, string | undefined>) => {
-  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):[^\s@/]*@/gi, "$1:***@")
-  for (const secret of secretsIn(env)) out = out.split(secret).join("***")
-  return out
-}
+export const redact = (text: string, env: Record<string, string | undefined>) => redactText(text, secretsIn(env))
 
 /**
  * The one line a failed start-up prints (without the `hearken: ` prefix): it

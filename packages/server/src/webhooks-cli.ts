@@ -4,7 +4,7 @@ import { Argument, CliError, Command, Flag } from "effect/cli"
 import { Tooling } from "./App.js"
 import { InvalidConfig, ServerConfig } from "./config.js"
 import { reportStartupFailure } from "./startup-failure.js"
-import { redactUrl } from "./webhooks/redactUrl.js"
+import { redactUrl } from "./redaction.js"
 import { WebhookRepo } from "./webhooks/WebhookRepo.js"
 
 /** `npm run webhooks -- failed | redeliver ID | resume ENDPOINT`: the operator's commands. */

@@ -28,6 +28,26 @@ export interface NewPost {
 
 const InsertedPost = Schema.Struct({ slug: Schema.String, createdAt: Schema.String })
 
+/** What of an imported post its slug depends on. */
+export interface ImportedPost {
+  readonly id: string
+  readonly title: string
+  readonly slug?: string | undefined
+}
+
+export interface ImportSlugs {
+  /** The slug claimed for each new post without one, by post id. Posts that exist keep theirs. */
+  readonly claimed: ReadonlyMap<string, string>
+  /**
+   * Puts back each counter the claim moved, unless another writer has moved it since (then the
+   * numbers claimed stay unused): for an import refused after its claim, so that it leaves the
+   * database as it found it.
+   */
+  readonly release: Effect.Effect<void>
+}
+
+const CounterRow = Schema.Struct({ base: Schema.String, last: Schema.Number })
+
 export interface LexiconSource {
   readonly id: string
   readonly boardId: string
@@ -50,13 +70,12 @@ export class Posts extends Context.Service<Posts, {
   /** Inserts a post under a slug unique in its organization; yields the slug and `createdAt`. */
   readonly insert: (post: NewPost) => Effect.Effect<typeof InsertedPost.Type>
   /**
-   * `count` free slugs numbered from `base` (`slugify` of a title), in order, claimed at once: the counter is moved
-   * past them and committed, so no other writer derives them (decision 0020). Run outside
-   * a long transaction: the counter row stays locked until the statement's transaction ends.
+   * An import's slugs, claimed before its transaction and committed at once, each statement on its
+   * own (decision 0020): the counters move past every explicit slug, and each new post without
+   * one gets a slug of its title. Run outside a long transaction: a counter row stays locked
+   * until the statement's transaction ends.
    */
-  readonly claimSlugs: (organizationId: string, base: string, count: number) => Effect.Effect<ReadonlyArray<string>>
-  /** Moves the counters past an explicit slug, so that no post derives it from its title (decision 0020). */
-  readonly reserveSlug: (organizationId: string, slug: string) => Effect.Effect<void>
+  readonly claimImportSlugs: (organizationId: string, posts: ReadonlyArray<ImportedPost>) => Effect.Effect<ImportSlugs>
   /** Up to `limit` posts whose lexicon is not computed yet (written before it existed). */
   readonly missingLexicon: (limit: number) => Effect.Effect<ReadonlyArray<LexiconSource>>
   /** Stores computed lexicons (`tsvector` literals) by post id. */
@@ -152,7 +171,8 @@ export class Posts extends Context.Service<Posts, {
         return yield* Effect.die(new Error(`no free slug for ${base} after ${slugAttempts} attempts`))
       }, Effect.orDie)
 
-      const claimSlugs = Effect.fn("Posts.claimSlugs")(function*(organizationId: string, base: string, count: number) {
+      /** `count` free slugs numbered from `base` (`slugify` of a title), in order; the counter is moved past them. */
+      const claimSlugs = Effect.fnUntraced(function*(organizationId: string, base: string, count: number) {
         const claimed: Array<string> = []
         for (let attempt = 0; claimed.length < count; attempt++) {
           if (attempt === slugAttempts) return yield* Effect.die(new Error(`no free slugs for ${base} after ${slugAttempts} attempts`))
@@ -167,17 +187,87 @@ export class Posts extends Context.Service<Posts, {
           claimed.push(...slugs.filter((slug) => !takenSlugs.has(slug)))
         }
         return claimed
-      }, Effect.orDie)
+      })
 
       /** `base-n` (n ≥ 2, as `numberedSlug` writes it) is number n of `base`; any slug is number 1 of itself. */
       const numberedPattern = /^(.+)-([1-9][0-9]{0,8})$/
 
-      const reserveSlug = Effect.fn("Posts.reserveSlug")(function*(organizationId: string, slug: string) {
-        yield* raiseSlugCounter(organizationId, slug, 1)
+      /** The counters an explicit slug moves: its own, and that of the base it numbers. */
+      const countersOf = (slug: string) => {
         const numbered = numberedPattern.exec(slug)
-        if (numbered !== null && Number(numbered[2]) >= 2) {
-          yield* raiseSlugCounter(organizationId, numbered[1]!, Number(numbered[2]))
+        return numbered !== null && Number(numbered[2]) >= 2
+          ? [{ base: slug, n: 1 }, { base: numbered[1]!, n: Number(numbered[2]) }]
+          : [{ base: slug, n: 1 }]
+      }
+
+      const counterValues = (organizationId: string, bases: ReadonlyArray<string>) =>
+        SqlSchema.findAll({
+          Request: Schema.Array(Schema.String),
+          Result: CounterRow,
+          execute: (bases) =>
+            sql`SELECT base, last FROM slug_counters WHERE organization_id = ${organizationId}
+              AND base IN (SELECT jsonb_array_elements_text(${JSON.stringify(bases)}::jsonb))`
+        })(bases).pipe(Effect.map((rows) => new Map(rows.map((row) => [row.base, row.last]))))
+
+      /** Each counter back to `before` (none: no row) if it still reads `after`, in one statement. */
+      const restoreCounters = (
+        organizationId: string,
+        moved: ReadonlyArray<{ readonly base: string; readonly before: number | null; readonly after: number }>
+      ) =>
+        moved.length === 0 ? Effect.void : sql`WITH moved AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(moved)}::jsonb) AS m(base text, before integer, after integer)
+          ), removed AS (
+            DELETE FROM slug_counters c USING moved m
+            WHERE c.organization_id = ${organizationId} AND c.base = m.base AND c.last = m.after AND m.before IS NULL
+          )
+          UPDATE slug_counters c SET last = m.before FROM moved m
+          WHERE c.organization_id = ${organizationId} AND c.base = m.base AND c.last = m.after AND m.before IS NOT NULL`.pipe(
+          Effect.asVoid
+        )
+
+      const claimImportSlugs = Effect.fn("Posts.claimImportSlugs")(function*(organizationId: string, posts: ReadonlyArray<ImportedPost>) {
+        // Each counter's value before its first move (null: no row yet), read just before it.
+        const before = new Map<string, number | null>()
+        const remember = Effect.fnUntraced(function*(bases: ReadonlyArray<string>) {
+          const fresh = [...new Set(bases)].filter((base) => !before.has(base))
+          if (fresh.length === 0) return
+          const values = yield* counterValues(organizationId, fresh)
+          for (const base of fresh) before.set(base, values.get(base) ?? null)
+        })
+        /** Moves the counters past an explicit slug, so that no post derives it from its title. */
+        const reserve = Effect.fnUntraced(function*(slug: string) {
+          const counters = countersOf(slug)
+          yield* remember(counters.map((counter) => counter.base))
+          for (const { base, n } of counters) yield* raiseSlugCounter(organizationId, base, n)
+        })
+
+        for (const post of posts) if (post.slug !== undefined) yield* reserve(post.slug)
+        const derived = posts.filter((post) => post.slug === undefined)
+        const existing = yield* sql<{ id: string }>`SELECT id FROM posts
+          WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(derived.map((post) => post.id))}::jsonb))`
+        const known = new Set(existing.map((row) => row.id))
+        const byBase = new Map<string, Array<ImportedPost>>()
+        for (const post of derived) {
+          if (known.has(post.id)) continue
+          const base = slugify(post.title)
+          byBase.set(base, [...byBase.get(base) ?? [], post])
         }
+        const claimed = new Map<string, string>()
+        for (const [base, group] of byBase) {
+          yield* remember([base])
+          const slugs = yield* claimSlugs(organizationId, base, group.length)
+          group.forEach((post, i) => claimed.set(post.id, slugs[i]!))
+          // `dark-mode-2` is also what the title "Dark mode 2" derives first: reserved under that
+          // reading too, so such a post neither waits on the import's row nor takes the slug first.
+          for (const slug of slugs) if (slug !== base) yield* reserve(slug)
+        }
+
+        const after = yield* counterValues(organizationId, [...before.keys()])
+        const moved = [...before].flatMap(([base, was]) => {
+          const now = after.get(base)
+          return now === undefined || now === was ? [] : [{ base, before: was, after: now }]
+        })
+        return { claimed, release: restoreCounters(organizationId, moved).pipe(Effect.orDie) } satisfies ImportSlugs
       }, Effect.orDie)
 
       const missingLexicon = Effect.fn("Posts.missingLexicon")((limit: number) =>
@@ -200,8 +290,7 @@ export class Posts extends Context.Service<Posts, {
           defaultStatus(organizationId).pipe(Effect.map(Option.map((row) => row.id)), Effect.orDie)
         ),
         insert,
-        claimSlugs,
-        reserveSlug
+        claimImportSlugs
       })
     })
   )

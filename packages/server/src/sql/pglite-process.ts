@@ -4,18 +4,17 @@
  * server's event loop. The parent sends nothing; this process reports
  * `{ port }` (or `{ error }`) over IPC and exits when the parent goes away.
  */
-import { PGlite } from "@electric-sql/pglite"
-import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm"
-import { vector } from "@electric-sql/pglite-pgvector"
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { makeDirectory } from "./makeDirectory.js"
 
 const dir = process.env["PGLITE_DIR"] ?? ".data/pglite"
 const inMemory = dir === "memory"
 const lockFile = path.join(dir, "hearken.lock")
 
-const send = (message: { port: number } | { error: string }) => process.send?.(message)
+const send = (message: { port: number } | { error: string }) => {
+  if (process.connected) process.send?.(message)
+}
 
 const isAlive = (pid: number) => {
   try {
@@ -26,16 +25,31 @@ const isAlive = (pid: number) => {
   }
 }
 
+/**
+ * The pid in the lock file, read without waiting: a FIFO (or anything but a file) put in its
+ * place would block a plain read for ever.
+ */
+const lockHolder = () => {
+  const fd = fs.openSync(lockFile, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK)
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new Error(`PGLITE_DIR ${dir} holds a hearken.lock that is not a file; remove it or choose another PGLITE_DIR`)
+    const buffer = Buffer.alloc(32)
+    return Number(buffer.toString("utf8", 0, fs.readSync(fd, buffer, 0, buffer.length, 0)))
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
 /** PGlite opens a directory that another process holds without complaint, so we lock it ourselves. */
 const acquireLock = () => {
-  fs.mkdirSync(dir, { recursive: true })
+  makeDirectory(dir)
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       fs.writeFileSync(lockFile, String(process.pid), { flag: "wx" })
       return
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
-      const holder = Number(fs.readFileSync(lockFile, "utf8"))
+      const holder = lockHolder()
       if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
         throw new Error(`PGLITE_DIR ${dir} is in use by process ${holder}; stop it or choose another PGLITE_DIR`)
       }
@@ -45,17 +59,43 @@ const acquireLock = () => {
   throw new Error(`could not lock PGLITE_DIR ${dir}`)
 }
 
+let locked = false
+
 const releaseLock = () => {
-  if (inMemory) return
+  if (!locked) return
   try {
-    if (fs.readFileSync(lockFile, "utf8") === String(process.pid)) fs.rmSync(lockFile)
+    if (lockHolder() === process.pid) fs.rmSync(lockFile)
   } catch {
     // already gone
   }
 }
 
+/**
+ * Until PGlite serves, there is nothing to close: going away (the parent gone, or `SIGTERM`)
+ * releases the lock and exits. Registered before anything else, so that a parent that dies
+ * during start-up (even killed) leaves no child behind.
+ */
+let stop: () => void | Promise<void> = () => {
+  releaseLock()
+  process.exit(0)
+}
+const onStop = () => void stop()
+process.on("disconnect", onStop)
+process.on("SIGTERM", onStop)
+process.on("SIGINT", onStop)
+
 const main = async () => {
-  if (!inMemory) acquireLock()
+  if (!inMemory) {
+    acquireLock()
+    locked = true
+  }
+  // Loaded once the directory is known to be usable: a bad PGLITE_DIR is told at once, not after PGlite loads.
+  const [{ PGlite }, { pg_trgm }, { vector }, { PGLiteSocketServer }] = await Promise.all([
+    import("@electric-sql/pglite"),
+    import("@electric-sql/pglite/contrib/pg_trgm"),
+    import("@electric-sql/pglite-pgvector"),
+    import("@electric-sql/pglite-socket")
+  ])
   const db = await PGlite.create({
     ...(inMemory ? {} : { dataDir: dir }),
     extensions: { vector, pg_trgm }
@@ -64,7 +104,7 @@ const main = async () => {
   await server.start()
   const port = Number(server.getServerConn().split(":").pop())
   let stopping = false
-  const stop = async () => {
+  stop = async () => {
     if (stopping) return
     stopping = true
     await server.stop().catch(() => undefined)
@@ -72,9 +112,8 @@ const main = async () => {
     releaseLock()
     process.exit(0)
   }
-  process.on("disconnect", stop)
-  process.on("SIGTERM", stop)
-  process.on("SIGINT", stop)
+  // The parent went away while PGlite started: nobody will read the port.
+  if (!process.connected) return void stop()
   send({ port })
 }
 
