@@ -11,18 +11,44 @@ export interface ClaimedDelivery {
   readonly messageId: string
   readonly body: string
   readonly endpointId: string
+  readonly organizationId: string
+  /** The endpoint's last recorded attempt had failed when this was claimed: it is in the failing lane. */
+  readonly failing: boolean
   readonly url: string
   readonly secret: string
   /** The W3C `traceparent` of the request that created the event, when it was traced. */
   readonly traceparent: string | null
 }
 
+/** How much one worker may have in flight (`limits.ts`). */
+export interface ClaimLimits {
+  readonly perEndpoint: number
+  readonly perFailingEndpoint: number
+  readonly perOrganization: number
+  /** To all endpoints in the failing lane together. */
+  readonly failingSlots: number
+}
+
+/** What the claiming worker has in flight already. */
+export interface Load {
+  /** Attempts by endpoint id. */
+  readonly endpoints: ReadonlyMap<string, number>
+  /** Attempts by organization id. */
+  readonly organizations: ReadonlyMap<string, number>
+  /** Attempts to endpoints that were in the failing lane when claimed. */
+  readonly failing: number
+  /** Endpoints with a late attempt (no answer yet): they get nothing more until it ends. */
+  readonly late: ReadonlySet<string>
+}
+
+export const noLoad: Load = { endpoints: new Map(), organizations: new Map(), failing: 0, late: new Set() }
+
 export interface Claim {
   readonly nowMs: number
+  /** Deliveries to take at most: the worker's free slots. */
   readonly limit: number
-  readonly perEndpoint: number
-  /** Attempts in flight by endpoint id. */
-  readonly busy: ReadonlyMap<string, number>
+  readonly limits: ClaimLimits
+  readonly load: Load
   readonly leaseMs: number
   readonly token: string
 }
@@ -109,9 +135,9 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
   }) => Q<number>
   /**
    * Leases up to `limit` due deliveries of endpoints that are not paused
-   * (`FOR UPDATE SKIP LOCKED`), at most `perEndpoint` of any one endpoint
-   * less what `busy` says the caller already has in flight to it, taking
-   * turns between endpoints, and counts their attempt.
+   * (`FOR UPDATE SKIP LOCKED`), within `limits` given the caller's `load`,
+   * organizations taking turns and, within each, its endpoints; and counts
+   * their attempt.
    */
   readonly claim: (claim: Claim) => Q<ReadonlyArray<ClaimedDelivery>>
   /**
@@ -180,49 +206,91 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           )
           SELECT count(*)::int AS count FROM deliveries`.pipe(Effect.map((rows) => rows[0]?.count ?? 0))
 
-      // Fair by construction (decision 0017): each endpoint with pending deliveries (found by a skip
-      // scan, one index probe per endpoint) offers at most what it has left of its share, read from
-      // the front of its own queue, so no backlog stands in front of another endpoint's delivery.
-      // Endpoints take turns (every one's first, then every second, each turn in due order). Only the
-      // rows taken are locked, skipping those a concurrent claim holds; the ×4 leaves it room.
+      // Turns by organization, then by endpoint within it (decision 0026). The queue tables say
+      // which organizations and endpoints have a delivery that can be claimed now, in turn order
+      // (served longest ago first), so the claim reads what it may take and little else, however
+      // many endpoints have work. Each organization is allotted an even part of the slots (within
+      // what it has left of its cap), each of its endpoints an even part of that, read from the
+      // front of the endpoint's own queue. Then every organization's first delivery, then every
+      // second…; the failing lane only up to what it has left of its slots. Only the rows taken are
+      // locked, skipping those a concurrent claim holds.
       const claim = (c: Claim) => {
         const now = iso(c.nowMs)
-        const busy = JSON.stringify(Object.fromEntries(c.busy))
-        return sql<ClaimedDelivery>`WITH RECURSIVE queued (endpoint_id) AS (
-            SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'pending'
-            UNION ALL
-            SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d WHERE d.status = 'pending' AND d.endpoint_id > q.endpoint_id)
-            FROM queued q WHERE q.endpoint_id IS NOT NULL
-          ), shares AS (
-            SELECT e.id, GREATEST(LEAST(${c.perEndpoint} - COALESCE((${busy}::jsonb ->> e.id)::int, 0), ${c.limit}), 0) AS share
-            FROM queued q JOIN webhook_endpoints e ON e.id = q.endpoint_id AND e.paused_at IS NULL
+        const { limits, load } = c
+        const byEndpoint = JSON.stringify(Object.fromEntries(load.endpoints))
+        const byOrganization = JSON.stringify(Object.fromEntries(load.organizations))
+        const late = JSON.stringify(Object.fromEntries([...load.late].map((id) => [id, true])))
+        const failingRoom = Math.max(0, Math.min(limits.failingSlots - load.failing, c.limit))
+        // Organizations with something in flight may offer nothing (their endpoints are at their
+        // caps or late): look that many further.
+        const lookahead = load.organizations.size
+        return sql<ClaimedDelivery>`WITH orgs AS (
+            SELECT o.organization_id, o.failing, o.turn,
+              LEAST(
+                ${limits.perOrganization} - COALESCE((${byOrganization}::jsonb ->> o.organization_id)::int, 0),
+                ceil((CASE WHEN o.failing THEN ${failingRoom} ELSE ${c.limit} END)::numeric / count(*) OVER (PARTITION BY o.failing))
+              )::int AS share
+            FROM (
+              (SELECT organization_id, failing, turn FROM webhook_organization_queues
+                WHERE NOT failing AND turn <= ${now}::timestamptz
+                  AND COALESCE((${byOrganization}::jsonb ->> organization_id)::int, 0) < ${limits.perOrganization}
+                ORDER BY turn LIMIT ${c.limit + lookahead})
+              UNION ALL
+              (SELECT organization_id, failing, turn FROM webhook_organization_queues
+                WHERE failing AND turn <= ${now}::timestamptz AND ${failingRoom} > 0
+                  AND COALESCE((${byOrganization}::jsonb ->> organization_id)::int, 0) < ${limits.perOrganization}
+                ORDER BY turn LIMIT ${failingRoom + lookahead})
+            ) o
+          ), endpoints AS (
+            SELECT o.organization_id, o.failing, o.turn AS org_turn, q.endpoint_id, q.turn, o.share AS org_share, q.room,
+              count(*) OVER (PARTITION BY o.organization_id, o.failing) AS n
+            FROM orgs o CROSS JOIN LATERAL (
+              SELECT q.endpoint_id, q.turn,
+                (CASE WHEN q.failing THEN ${limits.perFailingEndpoint} ELSE ${limits.perEndpoint} END)
+                  - COALESCE((${byEndpoint}::jsonb ->> q.endpoint_id)::int, 0) AS room
+              FROM webhook_endpoint_queues q
+              WHERE q.organization_id = o.organization_id AND q.failing = o.failing AND q.turn <= ${now}::timestamptz
+                AND (${late}::jsonb -> q.endpoint_id) IS NULL
+                AND COALESCE((${byEndpoint}::jsonb ->> q.endpoint_id)::int, 0)
+                  < CASE WHEN q.failing THEN ${limits.perFailingEndpoint} ELSE ${limits.perEndpoint} END
+              ORDER BY q.turn
+              LIMIT o.share
+            ) q
+            WHERE o.share > 0
           ), candidates AS (
-            SELECT head.id, head.next_attempt_at,
-              row_number() OVER (PARTITION BY s.id ORDER BY head.next_attempt_at, head.id) AS turn
-            FROM shares s CROSS JOIN LATERAL (
+            SELECT e.organization_id, e.failing, e.org_turn, e.turn AS endpoint_turn, e.endpoint_id, head.id,
+              row_number() OVER (PARTITION BY e.endpoint_id ORDER BY head.next_attempt_at, head.id) AS round
+            FROM endpoints e CROSS JOIN LATERAL (
               SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-              WHERE d.endpoint_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+              WHERE d.endpoint_id = e.endpoint_id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
                 AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
               ORDER BY d.next_attempt_at, d.id
-              LIMIT s.share
+              LIMIT LEAST(e.room, ceil(e.org_share::numeric / e.n))::int
             ) head
-            WHERE s.share > 0
-            ORDER BY turn, head.next_attempt_at, head.id
-            LIMIT ${c.limit * 4}
+          ), turns AS (
+            SELECT c.*, row_number() OVER (PARTITION BY c.organization_id ORDER BY c.round, c.endpoint_turn, c.endpoint_id) AS org_round
+            FROM candidates c
+          ), allowed AS (
+            SELECT t.*, row_number() OVER (PARTITION BY t.failing ORDER BY t.org_round, t.org_turn, t.organization_id) AS lane_rank
+            FROM turns t
+            WHERE t.org_round <= ${limits.perOrganization} - COALESCE((${byOrganization}::jsonb ->> t.organization_id)::int, 0)
           ), due AS (
-            SELECT d.id FROM candidates JOIN webhook_deliveries d ON d.id = candidates.id
-            WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+            SELECT d.id FROM allowed a JOIN webhook_deliveries d ON d.id = a.id
+            WHERE (NOT a.failing OR a.lane_rank <= ${failingRoom})
+              AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
               AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
-            ORDER BY candidates.turn, candidates.next_attempt_at, candidates.id
+            ORDER BY a.org_round, a.org_turn, a.organization_id
             LIMIT ${c.limit}
             FOR UPDATE OF d SKIP LOCKED
           )
           UPDATE webhook_deliveries d
-          SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1
+          SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1,
+            leased_at = ${now}::timestamptz
           FROM due, webhook_events ev, webhook_endpoints e
           WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
           RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
-            e.id AS "endpointId", e.url, e.secret, ev.traceparent`
+            e.id AS "endpointId", e.organization_id AS "organizationId", e.consecutive_failures > 0 AS failing,
+            e.url, e.secret, ev.traceparent`
       }
 
       const complete = (delivery: ClaimedDelivery, c: Completion, policy: PausePolicy) => {

@@ -12,6 +12,7 @@ import ginPendingLists from "./0010_gin_pending_lists.js"
 import webhookTraceContext from "./0011_webhook_trace_context.js"
 import webhookClaimPerEndpoint from "./0012_webhook_claim_per_endpoint.js"
 import embeddingCalibrations from "./0013_embedding_calibrations.js"
+import webhookReadyQueues from "./0014_webhook_ready_queues.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -27,5 +28,6 @@ export const loader = Migrator.fromRecord({
   "0010_gin_pending_lists": ginPendingLists,
   "0011_webhook_trace_context": webhookTraceContext,
   "0012_webhook_claim_per_endpoint": webhookClaimPerEndpoint,
-  "0013_embedding_calibrations": embeddingCalibrations
+  "0013_embedding_calibrations": embeddingCalibrations,
+  "0014_webhook_ready_queues": webhookReadyQueues
 })

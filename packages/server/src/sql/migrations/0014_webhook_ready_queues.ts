@@ -1,0 +1,234 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/**
+ * What the claim reads instead of walking every endpoint with pending
+ * deliveries (decision 0026): one row per endpoint and one per organization
+ * and lane, saying when the next of their deliveries can be claimed and when
+ * a claim last took from them. Triggers on `webhook_deliveries` and
+ * `webhook_endpoints` keep them exact, in the transaction that changes the
+ * deliveries, so a restart or a crash loses nothing.
+ *
+ * - `failing`: the lane. An endpoint whose last recorded attempt failed
+ *   (`consecutive_failures > 0`) is in the failing lane; an organization has
+ *   a row for each lane.
+ * - `ready_at`: the earliest moment one of its pending deliveries can be
+ *   claimed (its due time, or the end of its lease when it is leased); NULL
+ *   when none can (nothing pending, or the endpoint is paused). For an
+ *   organization, the least of its endpoints' in that lane.
+ * - `served_at`: the claim time of the last delivery taken from it.
+ * - `turn`: the later of the two. Claims take organizations, and then their
+ *   endpoints, in `turn` order among those with `turn <= now`: due ones,
+ *   served longest ago first, with one index range scan and no probe of
+ *   anything that is not ready.
+ *
+ * Correctness under concurrency: every writer locks the queue rows before it
+ * reads what it derives them from, so the last one to write has read every
+ * change committed before it. Recomputing takes FOR UPDATE; an insert, which
+ * can only make a row earlier, takes FOR KEY SHARE (inserts do not wait for
+ * each other) and lowers the row if it must.
+ */
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  // The claim time of each lease: a claim's moment, from the worker's clock, for `served_at`.
+  yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN leased_at timestamptz`
+
+  yield* sql`CREATE TABLE webhook_endpoint_queues (
+    endpoint_id text PRIMARY KEY REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+    organization_id text NOT NULL,
+    failing boolean NOT NULL DEFAULT false,
+    ready_at timestamptz,
+    served_at timestamptz NOT NULL DEFAULT '-infinity',
+    turn timestamptz GENERATED ALWAYS AS (CASE WHEN ready_at IS NOT NULL THEN greatest(ready_at, served_at) END) STORED
+  )`
+  yield* sql`CREATE INDEX webhook_endpoint_queues_turn_idx ON webhook_endpoint_queues (organization_id, failing, turn)
+    WHERE turn IS NOT NULL`
+  yield* sql`CREATE INDEX webhook_endpoint_queues_ready_idx ON webhook_endpoint_queues (organization_id, failing, ready_at)
+    WHERE ready_at IS NOT NULL`
+
+  yield* sql`CREATE TABLE webhook_organization_queues (
+    organization_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+    failing boolean NOT NULL,
+    ready_at timestamptz,
+    served_at timestamptz NOT NULL DEFAULT '-infinity',
+    turn timestamptz GENERATED ALWAYS AS (CASE WHEN ready_at IS NOT NULL THEN greatest(ready_at, served_at) END) STORED,
+    PRIMARY KEY (organization_id, failing)
+  )`
+  yield* sql`CREATE INDEX webhook_organization_queues_turn_idx ON webhook_organization_queues (failing, turn)
+    WHERE turn IS NOT NULL`
+
+  // Recomputes the queue rows of `ids` (and of their organizations, when one of them changed),
+  // moving `served_at` up to the claim times in `served_ids`/`served_ats`. An endpoint's
+  // ready_at is the least of: the due time of its first pending delivery without a lease, and
+  // the end of the lease or the due time, whichever is later, of the leased ones before it in
+  // due order. Both are short walks of webhook_deliveries_endpoint_due_idx: past the leased
+  // deliveries at the front of the endpoint's queue, never its whole backlog.
+  yield* sql`CREATE FUNCTION hearken_webhook_settle(ids text[], served_ids text[], served_ats timestamptz[])
+    RETURNS void LANGUAGE plpgsql AS $$
+    DECLARE
+      orgs text[];
+    BEGIN
+      PERFORM 1 FROM webhook_endpoint_queues WHERE endpoint_id = ANY (ids) ORDER BY endpoint_id FOR UPDATE;
+      WITH served AS (
+        SELECT s.id, max(s.at) AS at FROM unnest(served_ids, served_ats) AS s (id, at) GROUP BY s.id
+      ), fresh AS (
+        SELECT q.endpoint_id, e.consecutive_failures > 0 AS failing,
+          CASE WHEN e.paused_at IS NULL THEN LEAST(f.at, l.at) END AS ready_at,
+          greatest(q.served_at, served.at) AS served_at
+        FROM webhook_endpoint_queues q
+        JOIN webhook_endpoints e ON e.id = q.endpoint_id
+        LEFT JOIN served ON served.id = q.endpoint_id
+        LEFT JOIN LATERAL (
+          SELECT d.next_attempt_at AS at FROM webhook_deliveries d
+          WHERE d.endpoint_id = q.endpoint_id AND d.status = 'pending' AND d.lease_until IS NULL
+          ORDER BY d.next_attempt_at, d.id LIMIT 1
+        ) f ON true
+        LEFT JOIN LATERAL (
+          SELECT min(greatest(d.next_attempt_at, d.lease_until)) AS at FROM webhook_deliveries d
+          WHERE d.endpoint_id = q.endpoint_id AND d.status = 'pending' AND d.lease_until IS NOT NULL
+            AND (f.at IS NULL OR d.next_attempt_at < f.at)
+        ) l ON true
+        WHERE q.endpoint_id = ANY (ids)
+      ), changed AS (
+        UPDATE webhook_endpoint_queues q
+        SET failing = fresh.failing, ready_at = fresh.ready_at, served_at = fresh.served_at
+        FROM fresh
+        WHERE q.endpoint_id = fresh.endpoint_id
+          AND (q.failing, q.ready_at, q.served_at) IS DISTINCT FROM (fresh.failing, fresh.ready_at, fresh.served_at)
+        RETURNING q.organization_id
+      )
+      SELECT array_agg(DISTINCT organization_id) INTO orgs FROM changed;
+      IF orgs IS NULL THEN
+        RETURN;
+      END IF;
+      PERFORM 1 FROM webhook_organization_queues WHERE organization_id = ANY (orgs)
+        ORDER BY organization_id, failing FOR UPDATE;
+      UPDATE webhook_organization_queues o
+      SET ready_at = m.ready_at, served_at = greatest(o.served_at, m.served_at)
+      FROM (
+        SELECT o2.organization_id, o2.failing,
+          (SELECT q.ready_at FROM webhook_endpoint_queues q
+            WHERE q.organization_id = o2.organization_id AND q.failing = o2.failing AND q.ready_at IS NOT NULL
+            ORDER BY q.ready_at LIMIT 1) AS ready_at,
+          (SELECT max(q.served_at) FROM webhook_endpoint_queues q
+            WHERE q.endpoint_id = ANY (served_ids) AND q.organization_id = o2.organization_id AND q.failing = o2.failing) AS served_at
+        FROM webhook_organization_queues o2 WHERE o2.organization_id = ANY (orgs)
+      ) m
+      WHERE o.organization_id = m.organization_id AND o.failing = m.failing
+        AND (o.ready_at IS DISTINCT FROM m.ready_at OR m.served_at > o.served_at);
+    END $$`
+
+  // New pending deliveries can only make their endpoints (and organizations) ready earlier.
+  yield* sql`CREATE FUNCTION hearken_webhook_lower(ids text[], dues timestamptz[])
+    RETURNS void LANGUAGE plpgsql AS $$
+    DECLARE
+      lowered text[];
+    BEGIN
+      PERFORM 1 FROM webhook_endpoint_queues WHERE endpoint_id = ANY (ids) ORDER BY endpoint_id FOR KEY SHARE;
+      PERFORM 1 FROM webhook_endpoint_queues q
+        JOIN (SELECT u.id, min(u.at) AS at FROM unnest(ids, dues) AS u (id, at) GROUP BY u.id) w ON w.id = q.endpoint_id
+        JOIN webhook_endpoints e ON e.id = q.endpoint_id AND e.paused_at IS NULL
+        WHERE q.ready_at IS NULL OR q.ready_at > w.at
+        ORDER BY q.endpoint_id FOR NO KEY UPDATE OF q;
+      WITH w AS (
+        SELECT u.id, min(u.at) AS at FROM unnest(ids, dues) AS u (id, at) GROUP BY u.id
+      ), changed AS (
+        UPDATE webhook_endpoint_queues q SET ready_at = w.at
+        FROM w, webhook_endpoints e
+        WHERE w.id = q.endpoint_id AND e.id = q.endpoint_id AND e.paused_at IS NULL
+          AND (q.ready_at IS NULL OR q.ready_at > w.at)
+        RETURNING q.organization_id
+      )
+      SELECT array_agg(DISTINCT organization_id) INTO lowered FROM changed;
+      IF lowered IS NULL THEN
+        RETURN;
+      END IF;
+      PERFORM 1 FROM webhook_organization_queues WHERE organization_id = ANY (lowered)
+        ORDER BY organization_id, failing FOR KEY SHARE;
+      PERFORM 1 FROM webhook_organization_queues o
+        JOIN (SELECT organization_id, failing, min(ready_at) AS at FROM webhook_endpoint_queues
+              WHERE endpoint_id = ANY (ids) AND organization_id = ANY (lowered) AND ready_at IS NOT NULL GROUP BY 1, 2) m
+          ON m.organization_id = o.organization_id AND m.failing = o.failing
+        WHERE o.ready_at IS NULL OR o.ready_at > m.at
+        ORDER BY o.organization_id, o.failing FOR NO KEY UPDATE OF o;
+      UPDATE webhook_organization_queues o SET ready_at = m.at
+      FROM (SELECT organization_id, failing, min(ready_at) AS at FROM webhook_endpoint_queues
+            WHERE endpoint_id = ANY (ids) AND organization_id = ANY (lowered) AND ready_at IS NOT NULL GROUP BY 1, 2) m
+      WHERE m.organization_id = o.organization_id AND m.failing = o.failing
+        AND (o.ready_at IS NULL OR o.ready_at > m.at);
+    END $$`
+
+  yield* sql`CREATE FUNCTION hearken_webhook_deliveries_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+      ids text[];
+      dues timestamptz[];
+    BEGIN
+      SELECT array_agg(endpoint_id), array_agg(next_attempt_at) INTO ids, dues FROM added WHERE status = 'pending';
+      IF ids IS NOT NULL THEN
+        PERFORM hearken_webhook_lower(ids, dues);
+      END IF;
+      RETURN NULL;
+    END $$`
+  yield* sql`CREATE FUNCTION hearken_webhook_deliveries_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+      ids text[];
+      served_ids text[];
+      served_ats timestamptz[];
+    BEGIN
+      SELECT array_agg(DISTINCT endpoint_id) INTO ids FROM changed;
+      IF ids IS NULL THEN
+        RETURN NULL;
+      END IF;
+      SELECT array_agg(endpoint_id), array_agg(leased_at) INTO served_ids, served_ats
+        FROM changed WHERE leased_at IS NOT NULL;
+      PERFORM hearken_webhook_settle(ids, COALESCE(served_ids, '{}'), COALESCE(served_ats, '{}'));
+      RETURN NULL;
+    END $$`
+  yield* sql`CREATE FUNCTION hearken_webhook_deliveries_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM hearken_webhook_settle((SELECT array_agg(DISTINCT endpoint_id) FROM removed), '{}', '{}');
+      RETURN NULL;
+    END $$`
+  yield* sql`CREATE TRIGGER webhook_deliveries_queue_insert AFTER INSERT ON webhook_deliveries
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION hearken_webhook_deliveries_inserted()`
+  yield* sql`CREATE TRIGGER webhook_deliveries_queue_update AFTER UPDATE ON webhook_deliveries
+    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION hearken_webhook_deliveries_updated()`
+  yield* sql`CREATE TRIGGER webhook_deliveries_queue_delete AFTER DELETE ON webhook_deliveries
+    REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION hearken_webhook_deliveries_deleted()`
+
+  // Every endpoint has its queue row, and its organization both lanes, from its creation on.
+  yield* sql`CREATE FUNCTION hearken_webhook_endpoints_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO webhook_endpoint_queues (endpoint_id, organization_id, failing)
+        SELECT id, organization_id, consecutive_failures > 0 FROM added
+        ON CONFLICT DO NOTHING;
+      INSERT INTO webhook_organization_queues (organization_id, failing)
+        SELECT DISTINCT added.organization_id, lane.failing FROM added, (VALUES (false), (true)) AS lane (failing)
+        ON CONFLICT DO NOTHING;
+      RETURN NULL;
+    END $$`
+  // An endpoint that changes lane (its streak starts or ends) or is paused or resumed.
+  yield* sql`CREATE FUNCTION hearken_webhook_endpoints_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+      ids text[];
+    BEGIN
+      SELECT array_agg(n.id) INTO ids FROM changed n JOIN previous o ON o.id = n.id
+        WHERE (n.consecutive_failures > 0) <> (o.consecutive_failures > 0) OR (n.paused_at IS NULL) <> (o.paused_at IS NULL);
+      IF ids IS NOT NULL THEN
+        PERFORM hearken_webhook_settle(ids, '{}', '{}');
+      END IF;
+      RETURN NULL;
+    END $$`
+  yield* sql`CREATE TRIGGER webhook_endpoints_queue_insert AFTER INSERT ON webhook_endpoints
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION hearken_webhook_endpoints_inserted()`
+  yield* sql`CREATE TRIGGER webhook_endpoints_queue_update AFTER UPDATE ON webhook_endpoints
+    REFERENCING OLD TABLE AS previous NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION hearken_webhook_endpoints_updated()`
+
+  // The rows of what exists already.
+  yield* sql`INSERT INTO webhook_endpoint_queues (endpoint_id, organization_id, failing)
+    SELECT id, organization_id, consecutive_failures > 0 FROM webhook_endpoints`
+  yield* sql`INSERT INTO webhook_organization_queues (organization_id, failing)
+    SELECT DISTINCT e.organization_id, lane.failing FROM webhook_endpoints e, (VALUES (false), (true)) AS lane (failing)`
+  yield* sql`SELECT hearken_webhook_settle(ARRAY(SELECT DISTINCT endpoint_id FROM webhook_deliveries WHERE status = 'pending'), '{}', '{}')`
+})
