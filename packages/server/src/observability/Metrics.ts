@@ -58,13 +58,13 @@ const webhookAttempts = (attributes: Record<string, string>) =>
 const attemptBuckets = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 const webhookAttemptDuration = (attributes: Record<string, string>) =>
   Metric.histogram("hearken_webhook_attempt_duration_seconds", {
-    description: "Time each webhook attempt was in flight, by lane: healthy, or failing (its endpoint's last attempt had failed); the failing sum is what dead endpoints cost",
+    description: "Time each webhook attempt was in flight, by lane: healthy, or stalled (its endpoint's last attempt had failed after a second or more without an answer); the stalled sum is what dead endpoints cost",
     boundaries: attemptBuckets,
     attributes
   })
 const webhookInFlight = (attributes: Record<string, string>) =>
   Metric.gauge("hearken_webhook_attempts_in_flight", {
-    description: "This process's webhook attempts in flight: healthy and failing (by lane) hold a slot each; late ones (no answer within a second) hold none",
+    description: "This process's webhook attempts in flight: healthy and stalled (by lane) hold a slot each; late ones (no answer within a second) hold none",
     attributes
   })
 const traceSpansDropped = (attributes: Record<string, string>) =>
@@ -115,7 +115,7 @@ export type WebhookOutcome = "succeeded" | "retry" | "failed"
 export const webhookAttempt = (outcome: WebhookOutcome) => Metric.update(attemptsOf({ outcome }), 1)
 
 const attemptTimeOf = labelled(webhookAttemptDuration)
-export type WebhookLane = "healthy" | "failing"
+export type WebhookLane = "healthy" | "stalled"
 export const webhookAttemptTime = (lane: WebhookLane, seconds: number) => Metric.update(attemptTimeOf({ lane }), seconds)
 
 const inFlightOf = labelled(webhookInFlight)

@@ -6,10 +6,10 @@ import * as Metrics from "../observability/Metrics.js"
 import { type AttemptResult, judge, type RetryPolicy } from "./RetryPolicy.js"
 import { deliveryHeaders, secretKey } from "./signature.js"
 import { WebhookTransport } from "./Transport.js"
-import { concurrency, failingSlots, leaseMs, pausePolicy, perEndpoint, perFailingEndpoint, perOrganization } from "./limits.js"
+import { concurrency, lateAfterMs, leaseMs, pausePolicy, perEndpoint, perOrganization, perStalledEndpoint, stalledSlots } from "./limits.js"
 import { type ClaimedDelivery, type ClaimLimits, type Completion, type Load, noLoad, WebhookRepo } from "./WebhookRepo.js"
 
-const limits: ClaimLimits = { perEndpoint, perFailingEndpoint, perOrganization, failingSlots }
+const limits: ClaimLimits = { perEndpoint, perStalledEndpoint, perOrganization, stalledSlots }
 
 /**
  * The write of an outcome survives a dropped connection: it is one idempotent
@@ -65,15 +65,19 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
         yield* Effect.annotateCurrentSpan({
           "hearken.webhook.delivery_id": delivery.id,
           "hearken.webhook.endpoint_id": delivery.endpointId,
-          "hearken.webhook.attempt": delivery.attempts
+          "hearken.webhook.attempt": delivery.attempts,
+          "hearken.webhook.stalled": delivery.stalled
         })
         const sentAt = yield* Clock.currentTimeMillis
         const result = yield* send(delivery, sentAt)
         const now = yield* Clock.currentTimeMillis
         // What the attempt cost: the time it held its place in the worker, by lane.
-        yield* Metrics.webhookAttemptTime(delivery.failing ? "failing" : "healthy", (now - sentAt) / 1000)
+        yield* Metrics.webhookAttemptTime(delivery.stalled ? "stalled" : "healthy", (now - sentAt) / 1000)
         const verdict = judge(policy, delivery.attempts, result, yield* Random.next, now)
-        const base = { nowMs: now, httpStatus: httpStatus(result), response: responseExcerpt(result) }
+        // A failure that held the slot a second or more (a timeout, a hang) puts the endpoint in the
+        // stalled lane; a prompt one (a 503 at once) does not (decision 0026).
+        const stalled = verdict._tag !== "Succeeded" && now - sentAt >= lateAfterMs
+        const base = { nowMs: now, httpStatus: httpStatus(result), response: responseExcerpt(result), stalled }
         const completion: Completion = verdict._tag === "Succeeded"
           ? { ...base, status: "succeeded", error: null }
           : verdict._tag === "Retry"

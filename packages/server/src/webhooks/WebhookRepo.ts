@@ -12,8 +12,8 @@ export interface ClaimedDelivery {
   readonly body: string
   readonly endpointId: string
   readonly organizationId: string
-  /** The endpoint's last recorded attempt had failed when this was claimed: it is in the failing lane. */
-  readonly failing: boolean
+  /** The endpoint's last recorded attempt had stalled when this was claimed: it is in the stalled lane. */
+  readonly stalled: boolean
   readonly url: string
   readonly secret: string
   /** The W3C `traceparent` of the request that created the event, when it was traced. */
@@ -23,10 +23,10 @@ export interface ClaimedDelivery {
 /** How much one worker may have in flight (`limits.ts`). */
 export interface ClaimLimits {
   readonly perEndpoint: number
-  readonly perFailingEndpoint: number
+  readonly perStalledEndpoint: number
   readonly perOrganization: number
-  /** To all endpoints in the failing lane together. */
-  readonly failingSlots: number
+  /** To all endpoints in the stalled lane together. */
+  readonly stalledSlots: number
 }
 
 /** What the claiming worker has in flight already. */
@@ -35,13 +35,13 @@ export interface Load {
   readonly endpoints: ReadonlyMap<string, number>
   /** Attempts by organization id. */
   readonly organizations: ReadonlyMap<string, number>
-  /** Attempts to endpoints that were in the failing lane when claimed. */
-  readonly failing: number
+  /** Attempts to endpoints that were in the stalled lane when claimed. */
+  readonly stalled: number
   /** Endpoints with a late attempt (no answer yet): they get nothing more until it ends. */
   readonly late: ReadonlySet<string>
 }
 
-export const noLoad: Load = { endpoints: new Map(), organizations: new Map(), failing: 0, late: new Set() }
+export const noLoad: Load = { endpoints: new Map(), organizations: new Map(), stalled: 0, late: new Set() }
 
 export interface Claim {
   readonly nowMs: number
@@ -62,6 +62,8 @@ export interface Completion {
   readonly httpStatus: number | null
   readonly error: string | null
   readonly response: string | null
+  /** The attempt failed after holding its slot `lateAfterMs` or more: its endpoint goes to the stalled lane. */
+  readonly stalled: boolean
 }
 
 export interface FailedDelivery {
@@ -212,7 +214,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
       // many endpoints have work. Each organization is allotted an even part of the slots (within
       // what it has left of its cap), each of its endpoints an even part of that, read from the
       // front of the endpoint's own queue. Then every organization's first delivery, then every
-      // second…; the failing lane only up to what it has left of its slots. Only the rows taken are
+      // second…; the stalled lane only up to what it has left of its slots. Only the rows taken are
       // locked, skipping those a concurrent claim holds.
       const claim = (c: Claim) => {
         const now = iso(c.nowMs)
@@ -220,45 +222,45 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
         const byEndpoint = JSON.stringify(Object.fromEntries(load.endpoints))
         const byOrganization = JSON.stringify(Object.fromEntries(load.organizations))
         const late = JSON.stringify(Object.fromEntries([...load.late].map((id) => [id, true])))
-        const failingRoom = Math.max(0, Math.min(limits.failingSlots - load.failing, c.limit))
+        const stalledRoom = Math.max(0, Math.min(limits.stalledSlots - load.stalled, c.limit))
         // Organizations with something in flight may offer nothing (their endpoints are at their
         // caps or late): look that many further.
         const lookahead = load.organizations.size
         return sql<ClaimedDelivery>`WITH orgs AS (
-            SELECT o.organization_id, o.failing, o.turn,
+            SELECT o.organization_id, o.stalled, o.turn,
               LEAST(
                 ${limits.perOrganization} - COALESCE((${byOrganization}::jsonb ->> o.organization_id)::int, 0),
-                ceil((CASE WHEN o.failing THEN ${failingRoom} ELSE ${c.limit} END)::numeric / count(*) OVER (PARTITION BY o.failing))
+                ceil((CASE WHEN o.stalled THEN ${stalledRoom} ELSE ${c.limit} END)::numeric / count(*) OVER (PARTITION BY o.stalled))
               )::int AS share
             FROM (
-              (SELECT organization_id, failing, turn FROM webhook_organization_queues
-                WHERE NOT failing AND turn <= ${now}::timestamptz
+              (SELECT organization_id, stalled, turn FROM webhook_organization_queues
+                WHERE NOT stalled AND turn <= ${now}::timestamptz
                   AND COALESCE((${byOrganization}::jsonb ->> organization_id)::int, 0) < ${limits.perOrganization}
-                ORDER BY turn LIMIT ${c.limit + lookahead})
+                ORDER BY turn, organization_id LIMIT ${c.limit + lookahead})
               UNION ALL
-              (SELECT organization_id, failing, turn FROM webhook_organization_queues
-                WHERE failing AND turn <= ${now}::timestamptz AND ${failingRoom} > 0
+              (SELECT organization_id, stalled, turn FROM webhook_organization_queues
+                WHERE stalled AND turn <= ${now}::timestamptz AND ${stalledRoom} > 0
                   AND COALESCE((${byOrganization}::jsonb ->> organization_id)::int, 0) < ${limits.perOrganization}
-                ORDER BY turn LIMIT ${failingRoom + lookahead})
+                ORDER BY turn, organization_id LIMIT ${stalledRoom + lookahead})
             ) o
           ), endpoints AS (
-            SELECT o.organization_id, o.failing, o.turn AS org_turn, q.endpoint_id, q.turn, o.share AS org_share, q.room,
-              count(*) OVER (PARTITION BY o.organization_id, o.failing) AS n
+            SELECT o.organization_id, o.stalled, o.turn AS org_turn, q.endpoint_id, q.turn, o.share AS org_share, q.room,
+              count(*) OVER (PARTITION BY o.organization_id, o.stalled) AS n
             FROM orgs o CROSS JOIN LATERAL (
               SELECT q.endpoint_id, q.turn,
-                (CASE WHEN q.failing THEN ${limits.perFailingEndpoint} ELSE ${limits.perEndpoint} END)
+                (CASE WHEN q.stalled THEN ${limits.perStalledEndpoint} ELSE ${limits.perEndpoint} END)
                   - COALESCE((${byEndpoint}::jsonb ->> q.endpoint_id)::int, 0) AS room
               FROM webhook_endpoint_queues q
-              WHERE q.organization_id = o.organization_id AND q.failing = o.failing AND q.turn <= ${now}::timestamptz
+              WHERE q.organization_id = o.organization_id AND q.stalled = o.stalled AND q.turn <= ${now}::timestamptz
                 AND (${late}::jsonb -> q.endpoint_id) IS NULL
                 AND COALESCE((${byEndpoint}::jsonb ->> q.endpoint_id)::int, 0)
-                  < CASE WHEN q.failing THEN ${limits.perFailingEndpoint} ELSE ${limits.perEndpoint} END
-              ORDER BY q.turn
+                  < CASE WHEN q.stalled THEN ${limits.perStalledEndpoint} ELSE ${limits.perEndpoint} END
+              ORDER BY q.turn, q.endpoint_id
               LIMIT o.share
             ) q
             WHERE o.share > 0
           ), candidates AS (
-            SELECT e.organization_id, e.failing, e.org_turn, e.turn AS endpoint_turn, e.endpoint_id, head.id,
+            SELECT e.organization_id, e.stalled, e.org_turn, e.turn AS endpoint_turn, e.endpoint_id, head.id,
               row_number() OVER (PARTITION BY e.endpoint_id ORDER BY head.next_attempt_at, head.id) AS round
             FROM endpoints e CROSS JOIN LATERAL (
               SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
@@ -271,12 +273,12 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
             SELECT c.*, row_number() OVER (PARTITION BY c.organization_id ORDER BY c.round, c.endpoint_turn, c.endpoint_id) AS org_round
             FROM candidates c
           ), allowed AS (
-            SELECT t.*, row_number() OVER (PARTITION BY t.failing ORDER BY t.org_round, t.org_turn, t.organization_id) AS lane_rank
+            SELECT t.*, row_number() OVER (PARTITION BY t.stalled ORDER BY t.org_round, t.org_turn, t.organization_id) AS lane_rank
             FROM turns t
             WHERE t.org_round <= ${limits.perOrganization} - COALESCE((${byOrganization}::jsonb ->> t.organization_id)::int, 0)
           ), due AS (
             SELECT d.id FROM allowed a JOIN webhook_deliveries d ON d.id = a.id
-            WHERE (NOT a.failing OR a.lane_rank <= ${failingRoom})
+            WHERE (NOT a.stalled OR a.lane_rank <= ${stalledRoom})
               AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
               AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
             ORDER BY a.org_round, a.org_turn, a.organization_id
@@ -289,7 +291,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           FROM due, webhook_events ev, webhook_endpoints e
           WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
           RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
-            e.id AS "endpointId", e.organization_id AS "organizationId", e.consecutive_failures > 0 AS failing,
+            e.id AS "endpointId", e.organization_id AS "organizationId", e.stalled,
             e.url, e.secret, ev.traceparent`
       }
 
@@ -298,7 +300,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
         const failed = c.status !== "succeeded"
         // The endpoint's old row is read under its lock, so concurrent outcomes count exactly and
         // exactly one of them sees the pause happen. A success locks nothing unless there is a
-        // streak to end.
+        // streak to end or a stalled lane to leave.
         return sql<{ consecutiveFailures: number | null; newlyPaused: boolean | null }>`WITH done AS (
             UPDATE webhook_deliveries SET
               status = ${c.status},
@@ -315,11 +317,12 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           ), old AS (
             SELECT id, consecutive_failures, failing_since, paused_at FROM webhook_endpoints
             WHERE id = ${delivery.endpointId} AND EXISTS (SELECT 1 FROM done)
-              AND (${failed} OR consecutive_failures > 0)
+              AND (${failed} OR consecutive_failures > 0 OR stalled)
             FOR UPDATE
           ), streak AS (
             UPDATE webhook_endpoints e SET
               consecutive_failures = CASE WHEN ${failed} THEN old.consecutive_failures + 1 ELSE 0 END,
+              stalled = ${failed && c.stalled},
               failing_since = CASE WHEN ${failed} THEN COALESCE(old.failing_since, ${now}::timestamptz) END,
               paused_at = CASE
                 WHEN ${failed} AND old.paused_at IS NULL AND old.consecutive_failures + 1 >= ${policy.failures}
@@ -375,7 +378,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           const [endpoint] = yield* sql<{ wasPaused: boolean }>`SELECT paused_at IS NOT NULL AS "wasPaused"
             FROM webhook_endpoints WHERE id = ${endpointId} FOR UPDATE`
           if (endpoint === undefined) return undefined
-          yield* sql`UPDATE webhook_endpoints SET paused_at = NULL, consecutive_failures = 0, failing_since = NULL
+          yield* sql`UPDATE webhook_endpoints SET paused_at = NULL, consecutive_failures = 0, failing_since = NULL, stalled = false
             WHERE id = ${endpointId}`
           const released = yield* sql`UPDATE webhook_deliveries
             SET status = 'pending', attempts = 0, next_attempt_at = '-infinity'

@@ -42,26 +42,26 @@ class InFlightLoad {
   readonly endpoints = new Map<string, number>()
   readonly organizations = new Map<string, number>()
   readonly lateEndpoints = new Map<string, number>()
-  /** Attempts to endpoints in the failing lane, late ones included. */
-  failing = 0
+  /** Attempts to endpoints in the stalled lane, late ones included. */
+  stalled = 0
   /** Attempts holding a slot, by lane. */
-  readonly holding = { healthy: 0, failing: 0 }
+  readonly holding = { healthy: 0, stalled: 0 }
   late = 0
   /** Late attempts that found no room among the late ones: they keep their slot until room frees. */
   private readonly waiting: Array<Attempt> = []
 
   get slotsHeld() {
-    return this.holding.healthy + this.holding.failing
+    return this.holding.healthy + this.holding.stalled
   }
 
   get load(): Load {
-    return { endpoints: this.endpoints, organizations: this.organizations, failing: this.failing, late: new Set(this.lateEndpoints.keys()) }
+    return { endpoints: this.endpoints, organizations: this.organizations, stalled: this.stalled, late: new Set(this.lateEndpoints.keys()) }
   }
 
   start(delivery: ClaimedDelivery): Attempt {
     count(this.endpoints, delivery.endpointId, 1)
     count(this.organizations, delivery.organizationId, 1)
-    if (delivery.failing) this.failing++
+    if (delivery.stalled) this.stalled++
     this.holding[lane(delivery)]++
     return { delivery, late: false, done: false }
   }
@@ -85,7 +85,7 @@ class InFlightLoad {
     const { delivery } = attempt
     count(this.endpoints, delivery.endpointId, -1)
     count(this.organizations, delivery.organizationId, -1)
-    if (delivery.failing) this.failing--
+    if (delivery.stalled) this.stalled--
     if (!attempt.late) {
       this.holding[lane(delivery)]--
       return
@@ -98,13 +98,13 @@ class InFlightLoad {
   get gauges() {
     return Effect.all([
       Metrics.webhookAttemptsInFlight("healthy", this.holding.healthy),
-      Metrics.webhookAttemptsInFlight("failing", this.holding.failing),
+      Metrics.webhookAttemptsInFlight("stalled", this.holding.stalled),
       Metrics.webhookAttemptsInFlight("late", this.late)
     ], { discard: true })
   }
 }
 
-const lane = (delivery: ClaimedDelivery) => delivery.failing ? "failing" : "healthy"
+const lane = (delivery: ClaimedDelivery) => delivery.stalled ? "stalled" : "healthy"
 
 const count = (map: Map<string, number>, key: string, change: number) => {
   const n = (map.get(key) ?? 0) + change

@@ -9,9 +9,10 @@ import { SqlClient } from "effect/sql"
  * `webhook_endpoints` keep them exact, in the transaction that changes the
  * deliveries, so a restart or a crash loses nothing.
  *
- * - `failing`: the lane. An endpoint whose last recorded attempt failed
- *   (`consecutive_failures > 0`) is in the failing lane; an organization has
- *   a row for each lane.
+ * - `stalled`: the lane. An endpoint whose last recorded attempt failed after
+ *   a second or more without an answer (`webhook_endpoints.stalled`: it timed
+ *   out, or hung before failing) is in the stalled lane; an organization has
+ *   a row for each lane. A prompt failure (a 503 at once) is not stalled.
  * - `ready_at`: the earliest moment one of its pending deliveries can be
  *   claimed (its due time, or the end of its lease when it is leased); NULL
  *   when none can (nothing pending, or the endpoint is paused). For an
@@ -33,29 +34,31 @@ export default Effect.gen(function*() {
 
   // The claim time of each lease: a claim's moment, from the worker's clock, for `served_at`.
   yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN leased_at timestamptz`
+  // The endpoint's last recorded attempt failed after holding its slot a second or more.
+  yield* sql`ALTER TABLE webhook_endpoints ADD COLUMN stalled boolean NOT NULL DEFAULT false`
 
   yield* sql`CREATE TABLE webhook_endpoint_queues (
     endpoint_id text PRIMARY KEY REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
     organization_id text NOT NULL,
-    failing boolean NOT NULL DEFAULT false,
+    stalled boolean NOT NULL DEFAULT false,
     ready_at timestamptz,
     served_at timestamptz NOT NULL DEFAULT '-infinity',
     turn timestamptz GENERATED ALWAYS AS (CASE WHEN ready_at IS NOT NULL THEN greatest(ready_at, served_at) END) STORED
   )`
-  yield* sql`CREATE INDEX webhook_endpoint_queues_turn_idx ON webhook_endpoint_queues (organization_id, failing, turn)
+  yield* sql`CREATE INDEX webhook_endpoint_queues_turn_idx ON webhook_endpoint_queues (organization_id, stalled, turn, endpoint_id)
     WHERE turn IS NOT NULL`
-  yield* sql`CREATE INDEX webhook_endpoint_queues_ready_idx ON webhook_endpoint_queues (organization_id, failing, ready_at)
+  yield* sql`CREATE INDEX webhook_endpoint_queues_ready_idx ON webhook_endpoint_queues (organization_id, stalled, ready_at)
     WHERE ready_at IS NOT NULL`
 
   yield* sql`CREATE TABLE webhook_organization_queues (
     organization_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-    failing boolean NOT NULL,
+    stalled boolean NOT NULL,
     ready_at timestamptz,
     served_at timestamptz NOT NULL DEFAULT '-infinity',
     turn timestamptz GENERATED ALWAYS AS (CASE WHEN ready_at IS NOT NULL THEN greatest(ready_at, served_at) END) STORED,
-    PRIMARY KEY (organization_id, failing)
+    PRIMARY KEY (organization_id, stalled)
   )`
-  yield* sql`CREATE INDEX webhook_organization_queues_turn_idx ON webhook_organization_queues (failing, turn)
+  yield* sql`CREATE INDEX webhook_organization_queues_turn_idx ON webhook_organization_queues (stalled, turn, organization_id)
     WHERE turn IS NOT NULL`
 
   // Recomputes the queue rows of `ids` (and of their organizations, when one of them changed),
@@ -69,14 +72,16 @@ export default Effect.gen(function*() {
     DECLARE
       orgs text[];
     BEGIN
-      PERFORM 1 FROM webhook_endpoint_queues WHERE endpoint_id = ANY (ids) ORDER BY endpoint_id FOR UPDATE;
+      PERFORM 1 FROM unnest(ids) AS x (id) JOIN webhook_endpoint_queues q ON q.endpoint_id = x.id
+        ORDER BY q.endpoint_id FOR UPDATE OF q;
       WITH served AS (
         SELECT s.id, max(s.at) AS at FROM unnest(served_ids, served_ats) AS s (id, at) GROUP BY s.id
       ), fresh AS (
-        SELECT q.endpoint_id, e.consecutive_failures > 0 AS failing,
+        SELECT q.endpoint_id, e.stalled,
           CASE WHEN e.paused_at IS NULL THEN LEAST(f.at, l.at) END AS ready_at,
           greatest(q.served_at, served.at) AS served_at
-        FROM webhook_endpoint_queues q
+        FROM (SELECT DISTINCT id FROM unnest(ids) AS x (id)) x
+        JOIN webhook_endpoint_queues q ON q.endpoint_id = x.id
         JOIN webhook_endpoints e ON e.id = q.endpoint_id
         LEFT JOIN served ON served.id = q.endpoint_id
         LEFT JOIN LATERAL (
@@ -89,34 +94,39 @@ export default Effect.gen(function*() {
           WHERE d.endpoint_id = q.endpoint_id AND d.status = 'pending' AND d.lease_until IS NOT NULL
             AND (f.at IS NULL OR d.next_attempt_at < f.at)
         ) l ON true
-        WHERE q.endpoint_id = ANY (ids)
       ), changed AS (
         UPDATE webhook_endpoint_queues q
-        SET failing = fresh.failing, ready_at = fresh.ready_at, served_at = fresh.served_at
+        SET stalled = fresh.stalled, ready_at = fresh.ready_at, served_at = fresh.served_at
         FROM fresh
         WHERE q.endpoint_id = fresh.endpoint_id
-          AND (q.failing, q.ready_at, q.served_at) IS DISTINCT FROM (fresh.failing, fresh.ready_at, fresh.served_at)
+          AND (q.stalled, q.ready_at, q.served_at) IS DISTINCT FROM (fresh.stalled, fresh.ready_at, fresh.served_at)
         RETURNING q.organization_id
       )
       SELECT array_agg(DISTINCT organization_id) INTO orgs FROM changed;
       IF orgs IS NULL THEN
         RETURN;
       END IF;
-      PERFORM 1 FROM webhook_organization_queues WHERE organization_id = ANY (orgs)
-        ORDER BY organization_id, failing FOR UPDATE;
-      UPDATE webhook_organization_queues o
-      SET ready_at = m.ready_at, served_at = greatest(o.served_at, m.served_at)
-      FROM (
-        SELECT o2.organization_id, o2.failing,
-          (SELECT q.ready_at FROM webhook_endpoint_queues q
-            WHERE q.organization_id = o2.organization_id AND q.failing = o2.failing AND q.ready_at IS NOT NULL
-            ORDER BY q.ready_at LIMIT 1) AS ready_at,
-          (SELECT max(q.served_at) FROM webhook_endpoint_queues q
-            WHERE q.endpoint_id = ANY (served_ids) AND q.organization_id = o2.organization_id AND q.failing = o2.failing) AS served_at
-        FROM webhook_organization_queues o2 WHERE o2.organization_id = ANY (orgs)
-      ) m
-      WHERE o.organization_id = m.organization_id AND o.failing = m.failing
-        AND (o.ready_at IS DISTINCT FROM m.ready_at OR m.served_at > o.served_at);
+      PERFORM 1 FROM unnest(orgs) AS x (id) JOIN webhook_organization_queues o ON o.organization_id = x.id
+        ORDER BY o.organization_id, o.stalled FOR UPDATE OF o;
+      WITH served AS (
+        SELECT q.organization_id, q.stalled, max(s.at) AS at
+        FROM unnest(served_ids, served_ats) AS s (id, at) JOIN webhook_endpoint_queues q ON q.endpoint_id = s.id
+        GROUP BY 1, 2
+      ), fresh AS (
+        SELECT o.organization_id, o.stalled, first.ready_at, greatest(o.served_at, served.at) AS served_at
+        FROM unnest(orgs) AS x (id)
+        JOIN webhook_organization_queues o ON o.organization_id = x.id
+        LEFT JOIN served ON served.organization_id = o.organization_id AND served.stalled = o.stalled
+        LEFT JOIN LATERAL (
+          SELECT q.ready_at FROM webhook_endpoint_queues q
+          WHERE q.organization_id = o.organization_id AND q.stalled = o.stalled AND q.ready_at IS NOT NULL
+          ORDER BY q.ready_at LIMIT 1
+        ) first ON true
+      )
+      UPDATE webhook_organization_queues o SET ready_at = fresh.ready_at, served_at = fresh.served_at
+      FROM fresh
+      WHERE o.organization_id = fresh.organization_id AND o.stalled = fresh.stalled
+        AND (o.ready_at, o.served_at) IS DISTINCT FROM (fresh.ready_at, fresh.served_at);
     END $$`
 
   // New pending deliveries can only make their endpoints (and organizations) ready earlier.
@@ -125,7 +135,8 @@ export default Effect.gen(function*() {
     DECLARE
       lowered text[];
     BEGIN
-      PERFORM 1 FROM webhook_endpoint_queues WHERE endpoint_id = ANY (ids) ORDER BY endpoint_id FOR KEY SHARE;
+      PERFORM 1 FROM (SELECT DISTINCT id FROM unnest(ids) AS x (id)) x JOIN webhook_endpoint_queues q ON q.endpoint_id = x.id
+        ORDER BY q.endpoint_id FOR KEY SHARE OF q;
       PERFORM 1 FROM webhook_endpoint_queues q
         JOIN (SELECT u.id, min(u.at) AS at FROM unnest(ids, dues) AS u (id, at) GROUP BY u.id) w ON w.id = q.endpoint_id
         JOIN webhook_endpoints e ON e.id = q.endpoint_id AND e.paused_at IS NULL
@@ -144,18 +155,20 @@ export default Effect.gen(function*() {
       IF lowered IS NULL THEN
         RETURN;
       END IF;
-      PERFORM 1 FROM webhook_organization_queues WHERE organization_id = ANY (lowered)
-        ORDER BY organization_id, failing FOR KEY SHARE;
+      PERFORM 1 FROM unnest(lowered) AS x (id) JOIN webhook_organization_queues o ON o.organization_id = x.id
+        ORDER BY o.organization_id, o.stalled FOR KEY SHARE OF o;
       PERFORM 1 FROM webhook_organization_queues o
-        JOIN (SELECT organization_id, failing, min(ready_at) AS at FROM webhook_endpoint_queues
-              WHERE endpoint_id = ANY (ids) AND organization_id = ANY (lowered) AND ready_at IS NOT NULL GROUP BY 1, 2) m
-          ON m.organization_id = o.organization_id AND m.failing = o.failing
+        JOIN (SELECT q.organization_id, q.stalled, min(q.ready_at) AS at
+              FROM (SELECT DISTINCT id FROM unnest(ids) AS x (id)) x JOIN webhook_endpoint_queues q ON q.endpoint_id = x.id
+              WHERE q.organization_id = ANY (lowered) AND q.ready_at IS NOT NULL GROUP BY 1, 2) m
+          ON m.organization_id = o.organization_id AND m.stalled = o.stalled
         WHERE o.ready_at IS NULL OR o.ready_at > m.at
-        ORDER BY o.organization_id, o.failing FOR NO KEY UPDATE OF o;
+        ORDER BY o.organization_id, o.stalled FOR NO KEY UPDATE OF o;
       UPDATE webhook_organization_queues o SET ready_at = m.at
-      FROM (SELECT organization_id, failing, min(ready_at) AS at FROM webhook_endpoint_queues
-            WHERE endpoint_id = ANY (ids) AND organization_id = ANY (lowered) AND ready_at IS NOT NULL GROUP BY 1, 2) m
-      WHERE m.organization_id = o.organization_id AND m.failing = o.failing
+      FROM (SELECT q.organization_id, q.stalled, min(q.ready_at) AS at
+              FROM (SELECT DISTINCT id FROM unnest(ids) AS x (id)) x JOIN webhook_endpoint_queues q ON q.endpoint_id = x.id
+              WHERE q.organization_id = ANY (lowered) AND q.ready_at IS NOT NULL GROUP BY 1, 2) m
+      WHERE m.organization_id = o.organization_id AND m.stalled = o.stalled
         AND (o.ready_at IS NULL OR o.ready_at > m.at);
     END $$`
 
@@ -200,21 +213,21 @@ export default Effect.gen(function*() {
   // Every endpoint has its queue row, and its organization both lanes, from its creation on.
   yield* sql`CREATE FUNCTION hearken_webhook_endpoints_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      INSERT INTO webhook_endpoint_queues (endpoint_id, organization_id, failing)
-        SELECT id, organization_id, consecutive_failures > 0 FROM added
+      INSERT INTO webhook_endpoint_queues (endpoint_id, organization_id, stalled)
+        SELECT id, organization_id, stalled FROM added
         ON CONFLICT DO NOTHING;
-      INSERT INTO webhook_organization_queues (organization_id, failing)
-        SELECT DISTINCT added.organization_id, lane.failing FROM added, (VALUES (false), (true)) AS lane (failing)
+      INSERT INTO webhook_organization_queues (organization_id, stalled)
+        SELECT DISTINCT added.organization_id, lane.stalled FROM added, (VALUES (false), (true)) AS lane (stalled)
         ON CONFLICT DO NOTHING;
       RETURN NULL;
     END $$`
-  // An endpoint that changes lane (its streak starts or ends) or is paused or resumed.
+  // An endpoint that changes lane, or is paused or resumed.
   yield* sql`CREATE FUNCTION hearken_webhook_endpoints_updated() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
       ids text[];
     BEGIN
       SELECT array_agg(n.id) INTO ids FROM changed n JOIN previous o ON o.id = n.id
-        WHERE (n.consecutive_failures > 0) <> (o.consecutive_failures > 0) OR (n.paused_at IS NULL) <> (o.paused_at IS NULL);
+        WHERE n.stalled <> o.stalled OR (n.paused_at IS NULL) <> (o.paused_at IS NULL);
       IF ids IS NOT NULL THEN
         PERFORM hearken_webhook_settle(ids, '{}', '{}');
       END IF;
@@ -226,9 +239,9 @@ export default Effect.gen(function*() {
     REFERENCING OLD TABLE AS previous NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION hearken_webhook_endpoints_updated()`
 
   // The rows of what exists already.
-  yield* sql`INSERT INTO webhook_endpoint_queues (endpoint_id, organization_id, failing)
-    SELECT id, organization_id, consecutive_failures > 0 FROM webhook_endpoints`
-  yield* sql`INSERT INTO webhook_organization_queues (organization_id, failing)
-    SELECT DISTINCT e.organization_id, lane.failing FROM webhook_endpoints e, (VALUES (false), (true)) AS lane (failing)`
+  yield* sql`INSERT INTO webhook_endpoint_queues (endpoint_id, organization_id, stalled)
+    SELECT id, organization_id, stalled FROM webhook_endpoints`
+  yield* sql`INSERT INTO webhook_organization_queues (organization_id, stalled)
+    SELECT DISTINCT e.organization_id, lane.stalled FROM webhook_endpoints e, (VALUES (false), (true)) AS lane (stalled)`
   yield* sql`SELECT hearken_webhook_settle(ARRAY(SELECT DISTINCT endpoint_id FROM webhook_deliveries WHERE status = 'pending'), '{}', '{}')`
 })
