@@ -38,7 +38,7 @@ const pump = (res: ServerResponse, exchange: Exchange, next: () => Buffer | unde
   write()
 }
 
-// 10 MB (a 1 GiB gzip bomb: 100 gzip members of 10 MiB of zeros each, about 1 MB on the wire).
+// A 1 GiB gzip bomb: 100 gzip members of 10 MiB of zeros each, about 1 MB on the wire.
 const bombMember = gzipSync(Buffer.alloc(10 * 1024 * 1024))
 const receiver = createServer((req, res) => {
   const path = req.url ?? "/"

@@ -202,21 +202,32 @@ layer(Env, { timeout: 60_000 })("claims, at the repository", (it) => {
       assert.deepStrictEqual(tally(batch, "endpointId"), { wh_a2: 2, wh_a3: 2 })
     }))
 
-  it.effect("keep the queue rows exact: new, leased, retried, paused, resumed, expired, done", () =>
+  it.effect("keep the queue rows never later than the deliveries, and settle those a claim finds early", () =>
     Effect.gen(function*() {
       yield* drain
       const t0 = nextDay()
       const sql = yield* SqlClient.SqlClient
       const repo = yield* WebhookRepo
+      // Rows left early by the drain are settled by the first claim that finds them.
+      assert.deepStrictEqual(yield* claim(t0, 32), [])
       assert.strictEqual((yield* queueRow("endpoint", "wh_c1")).readyMs, null)
+      assert.strictEqual((yield* queueRow("organization", "org_c")).readyMs, null)
+      // A new delivery makes its rows ready at once, in its own transaction.
       yield* enqueue("org_c")
       assert.strictEqual((yield* queueRow("endpoint", "wh_c1")).readyMs, -Infinity)
       assert.strictEqual((yield* queueRow("organization", "org_c")).readyMs, -Infinity)
-      // Leased: ready again when the lease runs out, should the worker die; served now.
+      // Leased: served now; its rows say ready (early) until a claim finds nothing behind them and
+      // settles them to the end of the lease, when the delivery is claimable again should the
+      // worker die.
       const [leased] = yield* claim(t0, 32)
+      assert.strictEqual(leased!.endpointId, "wh_c1")
+      assert.strictEqual((yield* queueRow("endpoint", "wh_c1")).servedMs, t0)
+      assert.strictEqual((yield* queueRow("organization", "org_c")).servedMs, t0)
+      assert.deepStrictEqual(yield* claim(t0 + 1, 32), [])
       assert.deepStrictEqual(yield* queueRow("endpoint", "wh_c1"), { readyMs: t0 + leaseMs, servedMs: t0, stalled: false })
-      assert.deepStrictEqual(yield* queueRow("organization", "org_c"), { readyMs: t0 + leaseMs, servedMs: t0, stalled: false })
-      // It timed out after holding its slot: a retry in 5 s, in the stalled lane.
+      assert.strictEqual((yield* queueRow("organization", "org_c")).readyMs, t0 + leaseMs)
+      // It timed out after holding its slot: a retry in 5 s, in the stalled lane; the retry lowers
+      // the rows at once.
       yield* complete(leased!, t0 + 10_000, { retryAtMs: t0 + 15_000, stalled: true })
       assert.deepStrictEqual(yield* queueRow("endpoint", "wh_c1"), { readyMs: t0 + 15_000, servedMs: t0, stalled: true })
       assert.strictEqual((yield* queueRow("organization", "org_c", true)).readyMs, t0 + 15_000)
@@ -228,17 +239,18 @@ layer(Env, { timeout: 60_000 })("claims, at the repository", (it) => {
       assert.deepStrictEqual(yield* claim(t0 + 20_000, 32), [])
       yield* sql`UPDATE webhook_deliveries SET status = 'held' WHERE endpoint_id = 'wh_c1' AND status = 'pending'`
       assert.deepStrictEqual(yield* repo.resume("wh_c1"), { wasPaused: true, released: 1 })
-      assert.strictEqual((yield* queueRow("endpoint", "wh_c1")).readyMs, -Infinity)
+      assert.deepStrictEqual(yield* queueRow("endpoint", "wh_c1"), { readyMs: -Infinity, servedMs: t0, stalled: false })
       // A worker takes it and dies: another takes it when the lease runs out, not before.
       const [again] = yield* claim(t0 + 20_000, 32)
       assert.strictEqual(again!.id, leased!.id)
       assert.deepStrictEqual(yield* claim(t0 + 20_000 + leaseMs - 1, 32), [])
       const [takenOver] = yield* claim(t0 + 20_000 + leaseMs, 32)
       assert.strictEqual(takenOver!.id, leased!.id)
-      // Done: nothing left, nothing ready.
+      // Done: its rows are early (nothing is pending) until a claim comes by after the lease's end.
       yield* complete(takenOver!, t0 + 90_000, "succeeded")
+      assert.deepStrictEqual(yield* claim(t0 + 20_000 + 2 * leaseMs, 32), [])
       assert.deepStrictEqual(yield* queueRow("endpoint", "wh_c1"), { readyMs: null, servedMs: t0 + 20_000 + leaseMs, stalled: false })
       assert.strictEqual((yield* queueRow("organization", "org_c")).readyMs, null)
-      expect(yield* claim(t0 + 100_000, 32)).toEqual([])
+      expect(yield* claim(t0 + 20_000 + 3 * leaseMs, 32)).toEqual([])
     }))
 })

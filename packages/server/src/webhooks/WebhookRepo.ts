@@ -43,6 +43,20 @@ export interface Load {
 
 export const noLoad: Load = { endpoints: new Map(), organizations: new Map(), stalled: 0, late: new Set() }
 
+const add = (counts: ReadonlyMap<string, number>, keys: ReadonlyArray<string>) => {
+  const sum = new Map(counts)
+  for (const key of keys) sum.set(key, (sum.get(key) ?? 0) + 1)
+  return sum
+}
+
+/** `load` with `leased` in flight too. */
+export const withLeased = (load: Load, leased: ReadonlyArray<ClaimedDelivery>): Load => ({
+  endpoints: add(load.endpoints, leased.map((d) => d.endpointId)),
+  organizations: add(load.organizations, leased.map((d) => d.organizationId)),
+  stalled: load.stalled + leased.filter((d) => d.stalled).length,
+  late: load.late
+})
+
 export interface Claim {
   readonly nowMs: number
   /** Deliveries to take at most: the worker's free slots. */
@@ -216,7 +230,8 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
       // front of the endpoint's own queue. Then every organization's first delivery, then every
       // second…; the stalled lane only up to what it has left of its slots. Only the rows taken are
       // locked, skipping those a concurrent claim holds.
-      const claim = (c: Claim) => {
+      /** One claim statement: what it leased, and whether it found early rows (settled before it yields). */
+      const claimOnce = (c: Claim) => {
         const now = iso(c.nowMs)
         const { limits, load } = c
         const byEndpoint = JSON.stringify(Object.fromEntries(load.endpoints))
@@ -226,7 +241,11 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
         // Organizations with something in flight may offer nothing (their endpoints are at their
         // caps or late): look that many further.
         const lookahead = load.organizations.size
-        return sql<ClaimedDelivery>`WITH orgs AS (
+        type Row = { [K in keyof ClaimedDelivery]: ClaimedDelivery[K] | null } & {
+          readonly earlyEndpoints: ReadonlyArray<string> | null
+          readonly earlyOrganizations: ReadonlyArray<string> | null
+        }
+        return sql<Row>`WITH orgs AS (
             SELECT o.organization_id, o.stalled, o.turn,
               LEAST(
                 ${limits.perOrganization} - COALESCE((${byOrganization}::jsonb ->> o.organization_id)::int, 0),
@@ -284,16 +303,56 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
             ORDER BY a.org_round, a.org_turn, a.organization_id
             LIMIT ${c.limit}
             FOR UPDATE OF d SKIP LOCKED
+          ), leased AS (
+            UPDATE webhook_deliveries d
+            SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1,
+              leased_at = ${now}::timestamptz
+            FROM due, webhook_events ev, webhook_endpoints e
+            WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+            RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
+              e.id AS "endpointId", e.organization_id AS "organizationId", e.stalled, e.url, e.secret, ev.traceparent
+          ), early AS (
+            -- Rows that said "ready" with nothing behind them that can be claimed now.
+            SELECT
+              (SELECT json_agg(e.endpoint_id) FROM endpoints e
+                WHERE NOT EXISTS (SELECT 1 FROM candidates c WHERE c.endpoint_id = e.endpoint_id)) AS endpoints,
+              (SELECT json_agg(o.organization_id) FROM orgs o
+                WHERE NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.organization_id = o.organization_id AND e.stalled = o.stalled)
+                  AND NOT EXISTS (
+                    SELECT 1 FROM webhook_endpoint_queues q
+                    WHERE q.organization_id = o.organization_id AND q.stalled = o.stalled AND q.turn <= ${now}::timestamptz
+                  )) AS organizations
           )
-          UPDATE webhook_deliveries d
-          SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1,
-            leased_at = ${now}::timestamptz
-          FROM due, webhook_events ev, webhook_endpoints e
-          WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-          RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
-            e.id AS "endpointId", e.organization_id AS "organizationId", e.stalled,
-            e.url, e.secret, ev.traceparent`
+          SELECT leased.*, early.endpoints AS "earlyEndpoints", early.organizations AS "earlyOrganizations"
+          FROM early LEFT JOIN leased ON true`.pipe(
+          Effect.flatMap((rows) => {
+            const endpoints = rows[0]?.earlyEndpoints ?? []
+            const organizations = rows[0]?.earlyOrganizations ?? []
+            const leased = rows.flatMap(({ earlyEndpoints: _, earlyOrganizations: __, ...delivery }) =>
+              delivery.id === null ? [] : [delivery as ClaimedDelivery]
+            )
+            if (endpoints.length === 0 && organizations.length === 0) return Effect.succeed({ leased, early: false })
+            // Settled apart from the claim, so that its locks come in the one order every settle takes.
+            return sql`SELECT hearken_webhook_settle(
+                ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(endpoints)}::jsonb)),
+                ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(organizations)}::jsonb)))`.pipe(
+              Effect.as({ leased, early: true })
+            )
+          })
+        )
       }
+
+      // Early rows took part of the slots' shares: once they are settled, the claim looks again.
+      const claim = (c: Claim): Q<ReadonlyArray<ClaimedDelivery>> =>
+        claimOnce(c).pipe(
+          Effect.flatMap(({ leased, early }) =>
+            !early || leased.length >= c.limit
+              ? Effect.succeed(leased)
+              : claimOnce({ ...c, limit: c.limit - leased.length, load: withLeased(c.load, leased) }).pipe(
+                Effect.map((again) => [...leased, ...again.leased])
+              )
+          )
+        )
 
       const complete = (delivery: ClaimedDelivery, c: Completion, policy: PausePolicy) => {
         const now = iso(c.nowMs)
