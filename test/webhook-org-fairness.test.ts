@@ -87,7 +87,9 @@ const attemptTime = async (port: number) => {
     const found = data.find((d) => d.labels["lane"] === name)
     return { count: found?.count ?? 0, sum: found?.sum ?? 0 }
   }
-  return { healthy: lane("healthy"), stalled: lane("stalled") }
+  const gauge = (families["hearken_webhook_attempts_in_flight"]?.data ?? []) as Array<{ labels: Record<string, string>; value: number }>
+  const inFlight = Object.fromEntries(gauge.map((d) => [d.labels["state"], Number(d.value)]))
+  return { healthy: lane("healthy"), stalled: lane("stalled"), inFlight }
 }
 
 /** Requests to the dead endpoints that arrived between `from` and `to` (ms since the epoch). */
@@ -164,6 +166,11 @@ describe("32 organizations with one endpoint each that never answers", () => {
     expect(after.healthy.count - before.healthy.count).toBeGreaterThanOrEqual(32 + 20)
     expect(after.healthy.sum - before.healthy.sum).toBeGreaterThan(32 * 9.9)
     expect(after.stalled.sum - before.stalled.sum).toBeGreaterThan(16 * 9.9)
+    // What the worker has in flight, by state: the stalled lane's next attempts, holding a slot
+    // for their first second and late after it; never more than 16 of them.
+    expect(Object.keys(after.inFlight).sort()).toEqual(["healthy", "late", "stalled"])
+    expect(after.inFlight["stalled"]! + after.inFlight["late"]!).toBeGreaterThanOrEqual(1)
+    expect(after.inFlight["stalled"]!).toBeLessThanOrEqual(16)
     // Between the first timeouts (plus the time to claim) and the first stalled attempts' own timeouts,
     // only the stalled lane's 16 went out.
     const firstTry = Math.min(...receiver.at("/dead").filter((r) => r.at >= started).map((r) => r.at))

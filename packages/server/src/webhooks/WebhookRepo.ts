@@ -222,15 +222,15 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           )
           SELECT count(*)::int AS count FROM deliveries`.pipe(Effect.map((rows) => rows[0]?.count ?? 0))
 
-      // Turns by organization, then by endpoint within it (decision 0026). The queue tables say
-      // which organizations and endpoints have a delivery that can be claimed now, in turn order
-      // (served longest ago first), so the claim reads what it may take and little else, however
-      // many endpoints have work. Each organization is allotted an even part of the slots (within
-      // what it has left of its cap), each of its endpoints an even part of that, read from the
-      // front of the endpoint's own queue. Then every organization's first delivery, then every
-      // second…; the stalled lane only up to what it has left of its slots. Only the rows taken are
-      // locked, skipping those a concurrent claim holds.
-      /** One claim statement: what it leased, and whether it found early rows (settled before it yields). */
+      // One claim statement: turns by organization, then by endpoint within it (decision 0026).
+      // The queue tables say which organizations and endpoints have a delivery that can be claimed
+      // now, in turn order (served longest ago first), so the claim reads what it may take and
+      // little else, however many endpoints have work. Each organization is allotted an even part
+      // of the slots (within what it has left of its cap), each of its endpoints an even part of
+      // that, read from the front of the endpoint's own queue. Then every organization's first
+      // delivery, then every second…; the stalled lane only up to what it has left of its slots.
+      // Only the rows taken are locked, skipping those a concurrent claim holds. Yields what it
+      // leased, and whether it found early rows (which it settles before it yields).
       const claimOnce = (c: Claim) => {
         const now = iso(c.nowMs)
         const { limits, load } = c

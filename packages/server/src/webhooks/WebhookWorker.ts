@@ -88,11 +88,14 @@ class InFlightLoad {
     if (delivery.stalled) this.stalled--
     if (!attempt.late) {
       this.holding[lane(delivery)]--
+      const waiting = this.waiting.indexOf(attempt)
+      if (waiting >= 0) this.waiting.splice(waiting, 1)
       return
     }
     this.late--
     count(this.lateEndpoints, delivery.endpointId, -1)
-    while (this.late < lateSlots && this.waiting.length > 0) this.turnLate(this.waiting.shift()!)
+    const next = this.waiting.shift()
+    if (next !== undefined) this.turnLate(next)
   }
 
   get gauges() {
