@@ -163,6 +163,11 @@ describe("feedback.post.created webhooks", () => {
     // Four attempts of one second each, and short backoffs: nowhere near the receiver's 5 s.
     expect(Date.now() - started).toBeLessThan(8_000)
     expect(receiver.at("/slow")).toHaveLength(4)
+    // Timing out stalls the endpoint (decision 0026); failing at once, as /flaky did, does not.
+    const lanes = await server.db.query((sql) =>
+      sql`SELECT id, stalled FROM webhook_endpoints WHERE id IN ('wh_slow', 'wh_flaky') ORDER BY id`
+    )
+    expect(lanes).toEqual([{ id: "wh_flaky", stalled: false }, { id: "wh_slow", stalled: true }])
   })
 
   it("answers POST /feedback with 200 when the receiver is down, and retries it", async () => {

@@ -74,9 +74,9 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
         // What the attempt cost: the time it held its place in the worker, by lane.
         yield* Metrics.webhookAttemptTime(delivery.stalled ? "stalled" : "healthy", (now - sentAt) / 1000)
         const verdict = judge(policy, delivery.attempts, result, yield* Random.next, now)
-        // A failure that held the slot a second or more (a timeout, a hang) puts the endpoint in the
-        // stalled lane; a prompt one (a 503 at once) does not (decision 0026).
-        const stalled = verdict._tag !== "Succeeded" && now - sentAt >= lateAfterMs
+        // A failure that held the slot a second or more, or until the timeout, puts the endpoint in
+        // the stalled lane; a prompt one (a 503 at once) does not (decision 0026).
+        const stalled = verdict._tag !== "Succeeded" && (result._tag === "TimedOut" || now - sentAt >= lateAfterMs)
         const base = { nowMs: now, httpStatus: httpStatus(result), response: responseExcerpt(result), stalled }
         const completion: Completion = verdict._tag === "Succeeded"
           ? { ...base, status: "succeeded", error: null }
