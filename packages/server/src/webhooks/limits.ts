@@ -5,8 +5,8 @@ export const concurrency = 32
 /** Attempts one worker keeps in flight to one endpoint… */
 export const perEndpoint = 16
 /**
- * …and to one stalled endpoint (its last attempt failed after a second or
- * more without an answer): it is tried one delivery at a time.
+ * …and to one stalled endpoint (its last attempt timed out, or failed after
+ * a second or more without an answer): it is tried one delivery at a time.
  */
 export const perStalledEndpoint = 1
 /** Attempts one worker keeps in flight to one organization's endpoints, late ones included. */
