@@ -15,20 +15,33 @@
  * (BENCH_FAIRNESS_WAIT_MS), with the default WEBHOOK_TIMEOUT_MS (10 s).
  * Decision 0017.
  *
+ * `-- --claim` instead: what one claim costs (`WebhookRepo.claim`, 32 slots,
+ * nothing in flight, in a transaction rolled back, BENCH_CLAIM_ROUNDS times)
+ * as the endpoints with pending deliveries grow, 10, 1,000 and 10,000
+ * (BENCH_CLAIM_SIZES), in three layouts: all of them in one organization,
+ * each in an organization of its own, and one organization whose endpoints
+ * all wait for a retry an hour away beside one endpoint with a due delivery.
+ * Every endpoint has two pending deliveries. Decision 0026.
+ *
  * BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is
  * an admin URL: a fresh database is created and dropped.
  */
+import { Effect, Exit } from "effect"
+import { SqlClient } from "effect/sql"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freshDatabase, percentile, startProcess } from "./support.ts"
+import { WebhookRepo } from "../packages/server/dist/webhooks/WebhookRepo.js"
+import { freshDatabase, percentile, startProcess, withSql } from "./support.ts"
 
 const latencyPosts = Number(process.env["BENCH_LATENCY_POSTS"] ?? 200)
 const backlog = Number(process.env["BENCH_BACKLOG"] ?? 3000)
 const hangingBacklog = Number(process.env["BENCH_HANGING_BACKLOG"] ?? 500)
 const otherPosts = Number(process.env["BENCH_FAIRNESS_POSTS"] ?? 5)
 const fairnessWaitMs = Number(process.env["BENCH_FAIRNESS_WAIT_MS"] ?? 120_000)
+const claimSizes = (process.env["BENCH_CLAIM_SIZES"] ?? "10,1000,10000").split(",").map(Number)
+const claimRounds = Number(process.env["BENCH_CLAIM_ROUNDS"] ?? 30)
 const ms = (n: number) => `${n.toFixed(1)} ms`
 
 /** Arrival time of each delivery, by post id. */
@@ -117,6 +130,84 @@ const fairness = async () => {
   console.log(`  ${inFlight} requests to the hanging endpoint by then`)
 }
 
+type Layout = "one organization" | "an organization each" | "waiting for a retry"
+
+/** `size` endpoints with two pending deliveries each, laid out as `layout` says, in a database of their own. */
+const populate = (sql: SqlClient.SqlClient, size: number, layout: Layout) =>
+  Effect.gen(function*() {
+    const orgOf = layout === "an organization each" ? `'org_c' || g` : `'org_c'`
+    yield* sql.unsafe(`INSERT INTO organizations (id, name)
+      SELECT DISTINCT ${orgOf}, 'Claim' FROM generate_series(1, ${size}) g ON CONFLICT DO NOTHING`)
+    yield* sql.unsafe(`INSERT INTO webhook_endpoints (id, organization_id, url, secret, events)
+      SELECT 'wh_c' || g, ${orgOf}, 'http://127.0.0.1:9/claim', '${secret}', '{feedback.post.created}' FROM generate_series(1, ${size}) g`)
+    yield* sql.unsafe(`INSERT INTO webhook_events (id, organization_id, type, body)
+      SELECT 'msg_c' || n || '_' || o, o, 'feedback.post.created', '{}'
+      FROM (SELECT DISTINCT ${orgOf} AS o FROM generate_series(1, ${size}) g) orgs, generate_series(1, 2) n`)
+    const due = layout === "waiting for a retry" ? `now() + interval '1 hour'` : `'-infinity'`
+    yield* sql.unsafe(`INSERT INTO webhook_deliveries (id, event_id, endpoint_id, next_attempt_at, attempts)
+      SELECT 'whd_c' || g || '_' || n, 'msg_c' || n || '_' || ${orgOf}, 'wh_c' || g, ${due}, ${layout === "waiting for a retry" ? 1 : 0}
+      FROM generate_series(1, ${size}) g, generate_series(1, 2) n`)
+    if (layout === "waiting for a retry") {
+      yield* sql.unsafe(`INSERT INTO organizations (id, name) VALUES ('org_due', 'Due')`)
+      yield* sql.unsafe(`INSERT INTO webhook_endpoints (id, organization_id, url, secret, events)
+        VALUES ('wh_due', 'org_due', 'http://127.0.0.1:9/due', '${secret}', '{feedback.post.created}')`)
+      yield* sql.unsafe(`INSERT INTO webhook_events (id, organization_id, type, body) VALUES ('msg_due', 'org_due', 'feedback.post.created', '{}')`)
+      yield* sql.unsafe(`INSERT INTO webhook_deliveries (id, event_id, endpoint_id) VALUES ('whd_due', 'msg_due', 'wh_due')`)
+    }
+    yield* sql.unsafe(`ANALYZE`)
+  })
+
+/** Milliseconds of one claim each round, and how many deliveries it took; each round is rolled back. */
+const timeClaims = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function*() {
+    const repo = yield* WebhookRepo
+    // Every field the claim has taken over time, so that the same script measures an older build too.
+    const claim = {
+      nowMs: Date.now(),
+      limit: 32,
+      leaseMs: 30_000,
+      token: "bench",
+      perEndpoint: 16,
+      busy: new Map<string, number>(),
+      limits: { perEndpoint: 16, perStalledEndpoint: 1, perOrganization: 16, stalledSlots: 16 },
+      load: { endpoints: new Map<string, number>(), organizations: new Map<string, number>(), stalled: 0, late: new Set<string>() }
+    }
+    const times: Array<number> = []
+    let taken = 0
+    for (let i = 0; i < claimRounds; i++) {
+      const exit = yield* sql.withTransaction(Effect.gen(function*() {
+        const started = performance.now()
+        const rows = yield* repo.claim(claim)
+        times.push(performance.now() - started)
+        taken = rows.length
+        return yield* Effect.fail("roll back" as const)
+      })).pipe(Effect.exit)
+      if (!Exit.isFailure(exit)) throw new Error("the claim's transaction was not rolled back")
+    }
+    times.sort((a, b) => a - b)
+    return { p50: percentile(times, 0.5), p95: percentile(times, 0.95), taken }
+  }).pipe(Effect.provide(WebhookRepo.layer), Effect.provideService(SqlClient.SqlClient, sql))
+
+/** What one claim costs as the endpoints with pending deliveries grow. */
+const claimCost = async () => {
+  console.log(`one claim (32 slots, nothing in flight), ${claimRounds} rounds each, p50 / p95:`)
+  for (const layout of ["one organization", "an organization each", "waiting for a retry"] as const) {
+    for (const size of claimSizes) {
+      const db = await freshDatabase("claim")
+      try {
+        // The server creates the schema; its worker is off, so nothing is claimed behind the bench's back.
+        const server = await startProcess("main.js", { DATABASE_URL: db.url, WEBHOOK_WORKER: "false" })
+        await server.stop()
+        await withSql(db.url, (sql) => populate(sql, size, layout))
+        const { p50, p95, taken } = await withSql(db.url, timeClaims)
+        console.log(`  ${layout}, ${String(size).padStart(6)} endpoints: ${ms(p50)} / ${ms(p95)}  (${taken} taken)`)
+      } finally {
+        await db.drop()
+      }
+    }
+  }
+}
+
 /** First-attempt latency, and one worker's throughput. */
 const latencyAndThroughput = async () => {
   // 1. First-attempt latency, worker in the server process.
@@ -157,6 +248,7 @@ const latencyAndThroughput = async () => {
 
 try {
   if (process.argv.includes("--fairness")) await fairness()
+  else if (process.argv.includes("--claim")) await claimCost()
   else await latencyAndThroughput()
 } finally {
   receiver.close()

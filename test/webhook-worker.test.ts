@@ -318,7 +318,12 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       assert.deepStrictEqual(byEndpoint(first), { wh_org_hanging: perEndpoint, wh_org_next: 1 })
       // A at its cap (its attempts hang): this worker takes none of A's more, however many slots it has.
       yield* createPost("org_next")
-      const again = yield* delivery.claim(concurrency, new Map([["wh_org_hanging", perEndpoint], ["wh_org_next", 1]]))
+      const again = yield* delivery.claim(concurrency, {
+        endpoints: new Map([["wh_org_hanging", perEndpoint], ["wh_org_next", 1]]),
+        organizations: new Map([["org_hanging", perEndpoint], ["org_next", 1]]),
+        stalled: 0,
+        late: new Set()
+      })
       assert.deepStrictEqual(byEndpoint(again), { wh_org_next: 1 })
       // A second worker (nothing in flight of its own) takes A's next share, none of what the first leased.
       const second = yield* delivery.claim(concurrency)

@@ -54,6 +54,19 @@ const webhookAttempts = (attributes: Record<string, string>) =>
     incremental: true,
     attributes
   })
+/** Seconds: a prompt receiver answers in milliseconds, a dead one holds the attempt for WEBHOOK_TIMEOUT_MS. */
+const attemptBuckets = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+const webhookAttemptDuration = (attributes: Record<string, string>) =>
+  Metric.histogram("hearken_webhook_attempt_duration_seconds", {
+    description: "Time each webhook attempt was in flight, by lane: healthy, or stalled (its endpoint's last attempt had failed after a second or more without an answer); the stalled sum is what dead endpoints cost",
+    boundaries: attemptBuckets,
+    attributes
+  })
+const webhookInFlight = (attributes: Record<string, string>) =>
+  Metric.gauge("hearken_webhook_attempts_in_flight", {
+    description: "This process's webhook attempts in flight: healthy and stalled (by lane) hold a slot each; late ones (no answer within a second) hold none",
+    attributes
+  })
 const traceSpansDropped = (attributes: Record<string, string>) =>
   Metric.counter("hearken_trace_spans_dropped_total", {
     description: "Spans never sent to the OTLP collector, by reason: queue_full (the export queue was full), timeout (the collector did not answer in time) or failed (it refused them or could not be reached)",
@@ -101,6 +114,14 @@ export const timeEmbeddingsCall = <A, E, R>(outcomeOf: (exit: Exit.Exit<A, E>) =
 const attemptsOf = labelled(webhookAttempts)
 export type WebhookOutcome = "succeeded" | "retry" | "failed"
 export const webhookAttempt = (outcome: WebhookOutcome) => Metric.update(attemptsOf({ outcome }), 1)
+
+const attemptTimeOf = labelled(webhookAttemptDuration)
+export type WebhookLane = "healthy" | "stalled"
+export const webhookAttemptTime = (lane: WebhookLane, seconds: number) => Metric.update(attemptTimeOf({ lane }), seconds)
+
+const inFlightOf = labelled(webhookInFlight)
+export type WebhookInFlightState = WebhookLane | "late"
+export const webhookAttemptsInFlight = (state: WebhookInFlightState, count: number) => Metric.update(inFlightOf({ state }), count)
 
 const spansDroppedOf = labelled(traceSpansDropped)
 export type SpanDropReason = "queue_full" | "timeout" | "failed"

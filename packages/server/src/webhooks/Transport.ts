@@ -6,7 +6,7 @@ import type { LookupFunction } from "node:net"
 import { ServerConfig } from "../config.js"
 import { blockedRange, hostOf } from "./AddressGuard.js"
 import type { AttemptResult } from "./RetryPolicy.js"
-import { concurrency } from "./limits.js"
+import { maxInFlight } from "./limits.js"
 
 /** At most this much of a receiver's answer is read; the rest is dropped with the connection. */
 export const maxResponseBytes = 64 * 1024
@@ -50,8 +50,8 @@ export class WebhookTransport extends Context.Service<WebhookTransport, {
       const agents = yield* Effect.acquireRelease(
         Effect.sync(() => ({
           // As many sockets per host as a worker has attempts in flight: none waits in the agent's queue.
-          http: new HttpAgent({ keepAlive: true, maxSockets: concurrency, timeout: 30_000 }),
-          https: new HttpsAgent({ keepAlive: true, maxSockets: concurrency, timeout: 30_000 })
+          http: new HttpAgent({ keepAlive: true, maxSockets: maxInFlight, timeout: 30_000 }),
+          https: new HttpsAgent({ keepAlive: true, maxSockets: maxInFlight, timeout: 30_000 })
         })),
         (agents) => Effect.sync(() => (agents.http.destroy(), agents.https.destroy()))
       )

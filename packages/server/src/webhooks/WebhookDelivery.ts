@@ -6,8 +6,10 @@ import * as Metrics from "../observability/Metrics.js"
 import { type AttemptResult, judge, type RetryPolicy } from "./RetryPolicy.js"
 import { deliveryHeaders, secretKey } from "./signature.js"
 import { WebhookTransport } from "./Transport.js"
-import { concurrency, leaseMs, pausePolicy, perEndpoint } from "./limits.js"
-import { type ClaimedDelivery, type Completion, WebhookRepo } from "./WebhookRepo.js"
+import { concurrency, lateAfterMs, leaseMs, pausePolicy, perEndpoint, perOrganization, perStalledEndpoint, stalledSlots } from "./limits.js"
+import { type ClaimedDelivery, type ClaimLimits, type Completion, type Load, noLoad, WebhookRepo } from "./WebhookRepo.js"
+
+const limits: ClaimLimits = { perEndpoint, perStalledEndpoint, perOrganization, stalledSlots }
 
 /**
  * The write of an outcome survives a dropped connection: it is one idempotent
@@ -23,10 +25,10 @@ const responseExcerpt = (result: AttemptResult) => result._tag === "Answered" ? 
 /** Sending: one attempt of one delivery, and claiming what is due. */
 export class WebhookDelivery extends Context.Service<WebhookDelivery, {
   /**
-   * Leases up to `limit` deliveries that are due by the `Clock`, keeping each
-   * endpoint's attempts in flight (`busy`, by endpoint id) within `perEndpoint`.
+   * Leases up to `limit` deliveries that are due by the `Clock`, keeping what
+   * is in flight (`load`: the caller's attempts) within `limits.ts`.
    */
-  readonly claim: (limit: number, busy?: ReadonlyMap<string, number>) => Effect.Effect<ReadonlyArray<ClaimedDelivery>>
+  readonly claim: (limit: number, load?: Load) => Effect.Effect<ReadonlyArray<ClaimedDelivery>>
   /** Signs and sends one attempt, then records its outcome and its endpoint's streak. */
   readonly attempt: (delivery: ClaimedDelivery) => Effect.Effect<void>
   /** Claims what is due and attempts all of it; yields how many. */
@@ -42,9 +44,9 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
       const policy: RetryPolicy = { maxAttempts: config.webhookMaxAttempts, baseMs: config.webhookRetryBaseMs }
       const lease = leaseMs(config.webhookTimeoutMs)
 
-      const claim = Effect.fn("WebhookDelivery.claim")(function*(limit: number, busy: ReadonlyMap<string, number> = new Map()) {
+      const claim = Effect.fn("WebhookDelivery.claim")(function*(limit: number, load: Load = noLoad) {
         const nowMs = yield* Clock.currentTimeMillis
-        return yield* repo.claim({ nowMs, limit, perEndpoint, busy, leaseMs: lease, token: randomUUID() })
+        return yield* repo.claim({ nowMs, limit, limits, load, leaseMs: lease, token: randomUUID() })
       }, Effect.orDie)
 
       /** The attempt a worker died in counted; past the limit there is nothing left to send. */
@@ -63,12 +65,19 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
         yield* Effect.annotateCurrentSpan({
           "hearken.webhook.delivery_id": delivery.id,
           "hearken.webhook.endpoint_id": delivery.endpointId,
-          "hearken.webhook.attempt": delivery.attempts
+          "hearken.webhook.attempt": delivery.attempts,
+          "hearken.webhook.stalled": delivery.stalled
         })
-        const result = yield* send(delivery, yield* Clock.currentTimeMillis)
+        const sentAt = yield* Clock.currentTimeMillis
+        const result = yield* send(delivery, sentAt)
         const now = yield* Clock.currentTimeMillis
+        // What the attempt cost: the time it held its place in the worker, by lane.
+        yield* Metrics.webhookAttemptTime(delivery.stalled ? "stalled" : "healthy", (now - sentAt) / 1000)
         const verdict = judge(policy, delivery.attempts, result, yield* Random.next, now)
-        const base = { nowMs: now, httpStatus: httpStatus(result), response: responseExcerpt(result) }
+        // A failure that held the slot a second or more, or until the timeout, puts the endpoint in
+        // the stalled lane; a prompt one (a 503 at once) does not (decision 0026).
+        const stalled = verdict._tag !== "Succeeded" && (result._tag === "TimedOut" || now - sentAt >= lateAfterMs)
+        const base = { nowMs: now, httpStatus: httpStatus(result), response: responseExcerpt(result), stalled }
         const completion: Completion = verdict._tag === "Succeeded"
           ? { ...base, status: "succeeded", error: null }
           : verdict._tag === "Retry"

@@ -11,18 +11,58 @@ export interface ClaimedDelivery {
   readonly messageId: string
   readonly body: string
   readonly endpointId: string
+  readonly organizationId: string
+  /** The endpoint's last recorded attempt had stalled when this was claimed: it is in the stalled lane. */
+  readonly stalled: boolean
   readonly url: string
   readonly secret: string
   /** The W3C `traceparent` of the request that created the event, when it was traced. */
   readonly traceparent: string | null
 }
 
+/** How much one worker may have in flight (`limits.ts`). */
+export interface ClaimLimits {
+  readonly perEndpoint: number
+  readonly perStalledEndpoint: number
+  readonly perOrganization: number
+  /** To all endpoints in the stalled lane together. */
+  readonly stalledSlots: number
+}
+
+/** What the claiming worker has in flight already. */
+export interface Load {
+  /** Attempts by endpoint id. */
+  readonly endpoints: ReadonlyMap<string, number>
+  /** Attempts by organization id. */
+  readonly organizations: ReadonlyMap<string, number>
+  /** Attempts to endpoints that were in the stalled lane when claimed. */
+  readonly stalled: number
+  /** Endpoints with a late attempt (no answer yet): they get nothing more until it ends. */
+  readonly late: ReadonlySet<string>
+}
+
+export const noLoad: Load = { endpoints: new Map(), organizations: new Map(), stalled: 0, late: new Set() }
+
+const add = (counts: ReadonlyMap<string, number>, keys: ReadonlyArray<string>) => {
+  const sum = new Map(counts)
+  for (const key of keys) sum.set(key, (sum.get(key) ?? 0) + 1)
+  return sum
+}
+
+/** `load` with `leased` in flight too. */
+export const withLeased = (load: Load, leased: ReadonlyArray<ClaimedDelivery>): Load => ({
+  endpoints: add(load.endpoints, leased.map((d) => d.endpointId)),
+  organizations: add(load.organizations, leased.map((d) => d.organizationId)),
+  stalled: load.stalled + leased.filter((d) => d.stalled).length,
+  late: load.late
+})
+
 export interface Claim {
   readonly nowMs: number
+  /** Deliveries to take at most: the worker's free slots. */
   readonly limit: number
-  readonly perEndpoint: number
-  /** Attempts in flight by endpoint id. */
-  readonly busy: ReadonlyMap<string, number>
+  readonly limits: ClaimLimits
+  readonly load: Load
   readonly leaseMs: number
   readonly token: string
 }
@@ -36,6 +76,8 @@ export interface Completion {
   readonly httpStatus: number | null
   readonly error: string | null
   readonly response: string | null
+  /** The attempt failed after holding its slot `lateAfterMs` or more: its endpoint goes to the stalled lane. */
+  readonly stalled: boolean
 }
 
 export interface FailedDelivery {
@@ -109,9 +151,9 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
   }) => Q<number>
   /**
    * Leases up to `limit` due deliveries of endpoints that are not paused
-   * (`FOR UPDATE SKIP LOCKED`), at most `perEndpoint` of any one endpoint
-   * less what `busy` says the caller already has in flight to it, taking
-   * turns between endpoints, and counts their attempt.
+   * (`FOR UPDATE SKIP LOCKED`), within `limits` given the caller's `load`,
+   * organizations taking turns and, within each, its endpoints; and counts
+   * their attempt.
    */
   readonly claim: (claim: Claim) => Q<ReadonlyArray<ClaimedDelivery>>
   /**
@@ -180,57 +222,144 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           )
           SELECT count(*)::int AS count FROM deliveries`.pipe(Effect.map((rows) => rows[0]?.count ?? 0))
 
-      // Fair by construction (decision 0017): each endpoint with pending deliveries (found by a skip
-      // scan, one index probe per endpoint) offers at most what it has left of its share, read from
-      // the front of its own queue, so no backlog stands in front of another endpoint's delivery.
-      // Endpoints take turns (every one's first, then every second, each turn in due order). Only the
-      // rows taken are locked, skipping those a concurrent claim holds; the ×4 leaves it room.
-      const claim = (c: Claim) => {
+      // One claim statement: turns by organization, then by endpoint within it (decision 0026).
+      // The queue tables say which organizations and endpoints have a delivery that can be claimed
+      // now, in turn order (served longest ago first), so the claim reads what it may take and
+      // little else, however many endpoints have work. Each organization is allotted an even part
+      // of the slots (within what it has left of its cap), each of its endpoints an even part of
+      // that, read from the front of the endpoint's own queue. Then every organization's first
+      // delivery, then every second…; the stalled lane only up to what it has left of its slots.
+      // Only the rows taken are locked, skipping those a concurrent claim holds. Yields what it
+      // leased, and whether it found early rows (which it settles before it yields).
+      const claimOnce = (c: Claim) => {
         const now = iso(c.nowMs)
-        const busy = JSON.stringify(Object.fromEntries(c.busy))
-        return sql<ClaimedDelivery>`WITH RECURSIVE queued (endpoint_id) AS (
-            SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'pending'
-            UNION ALL
-            SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d WHERE d.status = 'pending' AND d.endpoint_id > q.endpoint_id)
-            FROM queued q WHERE q.endpoint_id IS NOT NULL
-          ), shares AS (
-            SELECT e.id, GREATEST(LEAST(${c.perEndpoint} - COALESCE((${busy}::jsonb ->> e.id)::int, 0), ${c.limit}), 0) AS share
-            FROM queued q JOIN webhook_endpoints e ON e.id = q.endpoint_id AND e.paused_at IS NULL
+        const { limits, load } = c
+        const byEndpoint = JSON.stringify(Object.fromEntries(load.endpoints))
+        const byOrganization = JSON.stringify(Object.fromEntries(load.organizations))
+        const late = JSON.stringify(Object.fromEntries([...load.late].map((id) => [id, true])))
+        const stalledRoom = Math.max(0, Math.min(limits.stalledSlots - load.stalled, c.limit))
+        // Organizations with something in flight may offer nothing (their endpoints are at their
+        // caps or late): look that many further.
+        const lookahead = load.organizations.size
+        type Row = { [K in keyof ClaimedDelivery]: ClaimedDelivery[K] | null } & {
+          readonly earlyEndpoints: ReadonlyArray<string> | null
+          readonly earlyOrganizations: ReadonlyArray<string> | null
+        }
+        return sql<Row>`WITH orgs AS (
+            SELECT o.organization_id, o.stalled, o.turn,
+              LEAST(
+                ${limits.perOrganization} - COALESCE((${byOrganization}::jsonb ->> o.organization_id)::int, 0),
+                ceil((CASE WHEN o.stalled THEN ${stalledRoom} ELSE ${c.limit} END)::numeric / count(*) OVER (PARTITION BY o.stalled))
+              )::int AS share
+            FROM (
+              (SELECT organization_id, stalled, turn FROM webhook_organization_queues
+                WHERE NOT stalled AND turn <= ${now}::timestamptz
+                  AND COALESCE((${byOrganization}::jsonb ->> organization_id)::int, 0) < ${limits.perOrganization}
+                ORDER BY turn, organization_id LIMIT ${c.limit + lookahead})
+              UNION ALL
+              (SELECT organization_id, stalled, turn FROM webhook_organization_queues
+                WHERE stalled AND turn <= ${now}::timestamptz AND ${stalledRoom} > 0
+                  AND COALESCE((${byOrganization}::jsonb ->> organization_id)::int, 0) < ${limits.perOrganization}
+                ORDER BY turn, organization_id LIMIT ${stalledRoom + lookahead})
+            ) o
+          ), endpoints AS (
+            SELECT o.organization_id, o.stalled, o.turn AS org_turn, q.endpoint_id, q.turn, o.share AS org_share, q.room,
+              count(*) OVER (PARTITION BY o.organization_id, o.stalled) AS n
+            FROM orgs o CROSS JOIN LATERAL (
+              SELECT q.endpoint_id, q.turn,
+                (CASE WHEN q.stalled THEN ${limits.perStalledEndpoint} ELSE ${limits.perEndpoint} END)
+                  - COALESCE((${byEndpoint}::jsonb ->> q.endpoint_id)::int, 0) AS room
+              FROM webhook_endpoint_queues q
+              WHERE q.organization_id = o.organization_id AND q.stalled = o.stalled AND q.turn <= ${now}::timestamptz
+                AND (${late}::jsonb -> q.endpoint_id) IS NULL
+                AND COALESCE((${byEndpoint}::jsonb ->> q.endpoint_id)::int, 0)
+                  < CASE WHEN q.stalled THEN ${limits.perStalledEndpoint} ELSE ${limits.perEndpoint} END
+              ORDER BY q.turn, q.endpoint_id
+              LIMIT o.share
+            ) q
+            WHERE o.share > 0
           ), candidates AS (
-            SELECT head.id, head.next_attempt_at,
-              row_number() OVER (PARTITION BY s.id ORDER BY head.next_attempt_at, head.id) AS turn
-            FROM shares s CROSS JOIN LATERAL (
+            SELECT e.organization_id, e.stalled, e.org_turn, e.turn AS endpoint_turn, e.endpoint_id, head.id,
+              row_number() OVER (PARTITION BY e.endpoint_id ORDER BY head.next_attempt_at, head.id) AS round
+            FROM endpoints e CROSS JOIN LATERAL (
               SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-              WHERE d.endpoint_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+              WHERE d.endpoint_id = e.endpoint_id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
                 AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
               ORDER BY d.next_attempt_at, d.id
-              LIMIT s.share
+              LIMIT LEAST(e.room, ceil(e.org_share::numeric / e.n))::int
             ) head
-            WHERE s.share > 0
-            ORDER BY turn, head.next_attempt_at, head.id
-            LIMIT ${c.limit * 4}
+          ), turns AS (
+            SELECT c.*, row_number() OVER (PARTITION BY c.organization_id ORDER BY c.round, c.endpoint_turn, c.endpoint_id) AS org_round
+            FROM candidates c
+          ), allowed AS (
+            SELECT t.*, row_number() OVER (PARTITION BY t.stalled ORDER BY t.org_round, t.org_turn, t.organization_id) AS lane_rank
+            FROM turns t
+            WHERE t.org_round <= ${limits.perOrganization} - COALESCE((${byOrganization}::jsonb ->> t.organization_id)::int, 0)
           ), due AS (
-            SELECT d.id FROM candidates JOIN webhook_deliveries d ON d.id = candidates.id
-            WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+            SELECT d.id FROM allowed a JOIN webhook_deliveries d ON d.id = a.id
+            WHERE (NOT a.stalled OR a.lane_rank <= ${stalledRoom})
+              AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
               AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
-            ORDER BY candidates.turn, candidates.next_attempt_at, candidates.id
+            ORDER BY a.org_round, a.org_turn, a.organization_id
             LIMIT ${c.limit}
             FOR UPDATE OF d SKIP LOCKED
+          ), leased AS (
+            UPDATE webhook_deliveries d
+            SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1,
+              leased_at = ${now}::timestamptz
+            FROM due, webhook_events ev, webhook_endpoints e
+            WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+            RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
+              e.id AS "endpointId", e.organization_id AS "organizationId", e.stalled, e.url, e.secret, ev.traceparent
+          ), early AS (
+            -- Rows that said "ready" with nothing behind them that can be claimed now.
+            SELECT
+              (SELECT json_agg(e.endpoint_id) FROM endpoints e
+                WHERE NOT EXISTS (SELECT 1 FROM candidates c WHERE c.endpoint_id = e.endpoint_id)) AS endpoints,
+              (SELECT json_agg(o.organization_id) FROM orgs o
+                WHERE NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.organization_id = o.organization_id AND e.stalled = o.stalled)
+                  AND NOT EXISTS (
+                    SELECT 1 FROM webhook_endpoint_queues q
+                    WHERE q.organization_id = o.organization_id AND q.stalled = o.stalled AND q.turn <= ${now}::timestamptz
+                  )) AS organizations
           )
-          UPDATE webhook_deliveries d
-          SET lease_until = ${iso(c.nowMs + c.leaseMs)}::timestamptz, lease_token = ${c.token}, attempts = d.attempts + 1
-          FROM due, webhook_events ev, webhook_endpoints e
-          WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-          RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
-            e.id AS "endpointId", e.url, e.secret, ev.traceparent`
+          SELECT leased.*, early.endpoints AS "earlyEndpoints", early.organizations AS "earlyOrganizations"
+          FROM early LEFT JOIN leased ON true`.pipe(
+          Effect.flatMap((rows) => {
+            const endpoints = rows[0]?.earlyEndpoints ?? []
+            const organizations = rows[0]?.earlyOrganizations ?? []
+            const leased = rows.flatMap(({ earlyEndpoints: _, earlyOrganizations: __, ...delivery }) =>
+              delivery.id === null ? [] : [delivery as ClaimedDelivery]
+            )
+            if (endpoints.length === 0 && organizations.length === 0) return Effect.succeed({ leased, early: false })
+            // Settled apart from the claim, so that its locks come in the one order every settle takes.
+            return sql`SELECT hearken_webhook_settle(
+                ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(endpoints)}::jsonb)),
+                ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(organizations)}::jsonb)))`.pipe(
+              Effect.as({ leased, early: true })
+            )
+          })
+        )
       }
+
+      // Early rows took part of the slots' shares: once they are settled, the claim looks again.
+      const claim = (c: Claim): Q<ReadonlyArray<ClaimedDelivery>> =>
+        claimOnce(c).pipe(
+          Effect.flatMap(({ leased, early }) =>
+            !early || leased.length >= c.limit
+              ? Effect.succeed(leased)
+              : claimOnce({ ...c, limit: c.limit - leased.length, load: withLeased(c.load, leased) }).pipe(
+                Effect.map((again) => [...leased, ...again.leased])
+              )
+          )
+        )
 
       const complete = (delivery: ClaimedDelivery, c: Completion, policy: PausePolicy) => {
         const now = iso(c.nowMs)
         const failed = c.status !== "succeeded"
         // The endpoint's old row is read under its lock, so concurrent outcomes count exactly and
         // exactly one of them sees the pause happen. A success locks nothing unless there is a
-        // streak to end.
+        // streak to end or a stalled lane to leave.
         return sql<{ consecutiveFailures: number | null; newlyPaused: boolean | null }>`WITH done AS (
             UPDATE webhook_deliveries SET
               status = ${c.status},
@@ -247,11 +376,12 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           ), old AS (
             SELECT id, consecutive_failures, failing_since, paused_at FROM webhook_endpoints
             WHERE id = ${delivery.endpointId} AND EXISTS (SELECT 1 FROM done)
-              AND (${failed} OR consecutive_failures > 0)
+              AND (${failed} OR consecutive_failures > 0 OR stalled)
             FOR UPDATE
           ), streak AS (
             UPDATE webhook_endpoints e SET
               consecutive_failures = CASE WHEN ${failed} THEN old.consecutive_failures + 1 ELSE 0 END,
+              stalled = ${failed && c.stalled},
               failing_since = CASE WHEN ${failed} THEN COALESCE(old.failing_since, ${now}::timestamptz) END,
               paused_at = CASE
                 WHEN ${failed} AND old.paused_at IS NULL AND old.consecutive_failures + 1 >= ${policy.failures}
@@ -307,7 +437,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
           const [endpoint] = yield* sql<{ wasPaused: boolean }>`SELECT paused_at IS NOT NULL AS "wasPaused"
             FROM webhook_endpoints WHERE id = ${endpointId} FOR UPDATE`
           if (endpoint === undefined) return undefined
-          yield* sql`UPDATE webhook_endpoints SET paused_at = NULL, consecutive_failures = 0, failing_since = NULL
+          yield* sql`UPDATE webhook_endpoints SET paused_at = NULL, consecutive_failures = 0, failing_since = NULL, stalled = false
             WHERE id = ${endpointId}`
           const released = yield* sql`UPDATE webhook_deliveries
             SET status = 'pending', attempts = 0, next_attempt_at = '-infinity'

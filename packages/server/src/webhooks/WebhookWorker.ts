@@ -1,9 +1,11 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Fiber, Layer, Option, Queue } from "effect"
 import { ServerConfig } from "../config.js"
-import { concurrency, pollMs } from "./limits.js"
+import * as Metrics from "../observability/Metrics.js"
+import { concurrency, lateAfterMs, lateSlots, pollMs } from "./limits.js"
 import { WebhookTransport } from "./Transport.js"
 import { persistMs, WebhookDelivery } from "./WebhookDelivery.js"
+import type { ClaimedDelivery, Load } from "./WebhookRepo.js"
 
 /** Rings `bell` whenever a delivery is inserted anywhere (NOTIFY from the outbox trigger). */
 const listenForNew = (ring: Effect.Effect<unknown>) =>
@@ -22,31 +24,119 @@ const listenForNew = (ring: Effect.Effect<unknown>) =>
     Effect.forever
   )
 
+/** One attempt in flight, as the loop counts it. */
+interface Attempt {
+  readonly delivery: ClaimedDelivery
+  /** No answer after `lateAfterMs`: it holds no slot. */
+  late: boolean
+  done: boolean
+}
+
 /**
- * The delivery loop: keeps up to `concurrency` attempts in flight, claiming
- * more whenever a slot frees, a new delivery is notified, or `pollMs` passes.
- * Attempts are tracked in `inFlight`, not tied to the loop, so that stopping
- * the loop lets them finish.
+ * What a worker has in flight, by endpoint, organization and lane, and which
+ * attempts are late (decision 0026): the claim keeps within the limits of
+ * `limits.ts` from it. Every count is of attempts in flight, so it stays as
+ * small as they are.
+ */
+class InFlightLoad {
+  readonly endpoints = new Map<string, number>()
+  readonly organizations = new Map<string, number>()
+  readonly lateEndpoints = new Map<string, number>()
+  /** Attempts to endpoints in the stalled lane, late ones included. */
+  stalled = 0
+  /** Attempts holding a slot, by lane. */
+  readonly holding = { healthy: 0, stalled: 0 }
+  late = 0
+  /** Late attempts that found no room among the late ones: they keep their slot until room frees. */
+  private readonly waiting: Array<Attempt> = []
+
+  get slotsHeld() {
+    return this.holding.healthy + this.holding.stalled
+  }
+
+  get load(): Load {
+    return { endpoints: this.endpoints, organizations: this.organizations, stalled: this.stalled, late: new Set(this.lateEndpoints.keys()) }
+  }
+
+  start(delivery: ClaimedDelivery): Attempt {
+    count(this.endpoints, delivery.endpointId, 1)
+    count(this.organizations, delivery.organizationId, 1)
+    if (delivery.stalled) this.stalled++
+    this.holding[lane(delivery)]++
+    return { delivery, late: false, done: false }
+  }
+
+  /** Yields whether a slot was freed. */
+  turnLate(attempt: Attempt): boolean {
+    if (attempt.done || attempt.late) return false
+    if (this.late >= lateSlots) {
+      this.waiting.push(attempt)
+      return false
+    }
+    attempt.late = true
+    this.late++
+    this.holding[lane(attempt.delivery)]--
+    count(this.lateEndpoints, attempt.delivery.endpointId, 1)
+    return true
+  }
+
+  end(attempt: Attempt) {
+    attempt.done = true
+    const { delivery } = attempt
+    count(this.endpoints, delivery.endpointId, -1)
+    count(this.organizations, delivery.organizationId, -1)
+    if (delivery.stalled) this.stalled--
+    if (!attempt.late) {
+      this.holding[lane(delivery)]--
+      const waiting = this.waiting.indexOf(attempt)
+      if (waiting >= 0) this.waiting.splice(waiting, 1)
+      return
+    }
+    this.late--
+    count(this.lateEndpoints, delivery.endpointId, -1)
+    const next = this.waiting.shift()
+    if (next !== undefined) this.turnLate(next)
+  }
+
+  get gauges() {
+    return Effect.all([
+      Metrics.webhookAttemptsInFlight("healthy", this.holding.healthy),
+      Metrics.webhookAttemptsInFlight("stalled", this.holding.stalled),
+      Metrics.webhookAttemptsInFlight("late", this.late)
+    ], { discard: true })
+  }
+}
+
+const lane = (delivery: ClaimedDelivery) => delivery.stalled ? "stalled" : "healthy"
+
+const count = (map: Map<string, number>, key: string, change: number) => {
+  const n = (map.get(key) ?? 0) + change
+  if (n <= 0) map.delete(key)
+  else map.set(key, n)
+}
+
+/**
+ * The delivery loop: keeps up to `concurrency` attempts in flight that hold a
+ * slot, claiming more whenever a slot frees (an attempt ends or turns late), a
+ * new delivery is notified, or `pollMs` passes. Attempts are tracked in
+ * `inFlight`, not tied to the loop, so that stopping the loop lets them finish.
  */
 const run = (listen: boolean, inFlight: Set<Fiber.Fiber<void>>) =>
   Effect.gen(function*() {
     const delivery = yield* WebhookDelivery
     const bell = yield* Queue.sliding<void>(1)
     const ring = Queue.offer(bell, undefined)
-    const busy = new Map<string, number>()
-    const count = (endpointId: string, change: number) => {
-      const n = (busy.get(endpointId) ?? 0) + change
-      if (n === 0) busy.delete(endpointId)
-      else busy.set(endpointId, n)
-    }
+    const load = new InFlightLoad()
     if (listen) yield* Effect.forkScoped(listenForNew(ring))
     for (;;) {
-      const free = concurrency - inFlight.size
+      // Every change to the load rings the bell, so the gauges are set here.
+      yield* load.gauges
+      const free = concurrency - load.slotsHeld
       if (free <= 0) {
         yield* Queue.take(bell)
         continue
       }
-      const batch = yield* delivery.claim(free, busy).pipe(
+      const batch = yield* delivery.claim(free, load.load).pipe(
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause)
             ? Effect.interrupt
@@ -57,12 +147,19 @@ const run = (listen: boolean, inFlight: Set<Fiber.Fiber<void>>) =>
         )
       )
       for (const claimed of batch) {
-        const fiber = yield* Effect.forkDetach(delivery.attempt(claimed))
+        const attempt = load.start(claimed)
+        // Late after a second without an answer: the slot goes to the next delivery, and this
+        // endpoint gets no more from this worker until the attempt ends.
+        const whenLate = Effect.sleep(lateAfterMs).pipe(
+          Effect.andThen(Effect.suspend(() => load.turnLate(attempt) ? ring : Effect.void))
+        )
+        const fiber = yield* Effect.forkDetach(
+          Effect.forkChild(whenLate).pipe(Effect.andThen(delivery.attempt(claimed)))
+        )
         inFlight.add(fiber)
-        count(claimed.endpointId, 1)
         fiber.addObserver(() => {
           inFlight.delete(fiber)
-          count(claimed.endpointId, -1)
+          load.end(attempt)
           Effect.runFork(ring)
         })
       }

@@ -13,6 +13,7 @@ import webhookTraceContext from "./0011_webhook_trace_context.js"
 import webhookClaimPerEndpoint from "./0012_webhook_claim_per_endpoint.js"
 import embeddingCalibrations from "./0013_embedding_calibrations.js"
 import calibrationPerOrganization from "./0014_calibration_per_organization.js"
+import webhookReadyQueues from "./0015_webhook_ready_queues.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -29,5 +30,6 @@ export const loader = Migrator.fromRecord({
   "0011_webhook_trace_context": webhookTraceContext,
   "0012_webhook_claim_per_endpoint": webhookClaimPerEndpoint,
   "0013_embedding_calibrations": embeddingCalibrations,
-  "0014_calibration_per_organization": calibrationPerOrganization
+  "0014_calibration_per_organization": calibrationPerOrganization,
+  "0015_webhook_ready_queues": webhookReadyQueues
 })
