@@ -164,11 +164,11 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
   /**
    * The distance from each of up to `sample` public posts of a public board
    * (drawn at random) to its nearest other public post of the board, for the
-   * model, ascending: the board's background (decision 0023). Copies count
-   * once (`copyKey`, decision 0027): one post of a text is drawn, and its
-   * nearest neighbour has another text. A board of at most `exactUpTo` posts
-   * is compared pair by pair; a larger one walks the model's index once per
-   * sampled post.
+   * model, ascending: the board's background (decision 0023). Copies and
+   * near-exact copies count once (`copyKey`, `nearCopy`, decision 0027): one
+   * post of a group is drawn, and its nearest neighbour is neither. A board
+   * of at most `exactUpTo` posts is compared pair by pair; a larger one walks
+   * the model's index once per sampled post.
    */
   readonly neighbourDistances: (model: Model, boardId: string, sample: number) => Effect.Effect<ReadonlyArray<number>, SqlError.SqlError>
   /**
@@ -322,6 +322,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
                 SELECT post_id, v, copy, words, array_to_tsvector(words) AS words_v, cardinality(words) AS n FROM (
                   SELECT e.post_id, ${vector} AS v, ${copy} AS copy, ${words} AS words FROM post_embeddings e JOIN posts p ON p.id = e.post_id
                   WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts})
+                  OFFSET 0 -- each post's words are read once, not once per column made of them
                 ) b
               ), texts AS (SELECT DISTINCT ON (copy) * FROM board ORDER BY copy, post_id),
               sample AS (SELECT * FROM texts t WHERE ${first} ORDER BY random() LIMIT ${sample})
