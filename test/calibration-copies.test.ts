@@ -48,12 +48,37 @@ const compared: Array<Post> = [
   { id: "c_sso", board: "b_pairs", title: "Single sign-on", content: "", angle: 2.5 }
 ]
 
+/**
+ * A board compared pair by pair, with near-exact copies in three pairs (one word added, replaced, removed),
+ * each a hundredth of a radian from its first post, and a text of its own near the dark mode.
+ */
+const nearPairs: Array<Post> = [
+  { id: "n_dark_1", board: "b_near", title: "Please add dark mode", content: "", angle: 0 },
+  { id: "n_dark_2", board: "b_near", title: "Please add dark mode now", content: "", angle: 0.01 },
+  { id: "n_pdf_1", board: "b_near", title: "Export invoices to PDF", content: "", angle: 1 },
+  { id: "n_pdf_2", board: "b_near", title: "Export receipts to PDF", content: "", angle: 1.01 },
+  { id: "n_sso_1", board: "b_near", title: "Sign in with Okta", content: "<p>Our whole team uses it.</p>", angle: 2 },
+  { id: "n_sso_2", board: "b_near", title: "Sign in with Okta", content: "<p>Our team uses it.</p>", angle: 2.01 },
+  // Two words changed: a text of its own.
+  { id: "n_theme", board: "b_near", title: "Please add a night theme", content: "", angle: 0.3 }
+]
+/**
+ * A board larger than `exactUpTo`: 160 texts a hundredth of a radian apart (two words of four in
+ * common), each with a near-exact copy (one word added) a fifth of that away.
+ */
+const nearStep = 0.01
+const nearWalked: Array<Post> = Array.from({ length: 160 }, (_, i) => [
+  { id: `nw_${i}`, board: "b_near_walk", title: `Feature request ${i} ${i + 1000}`, content: "", angle: nearStep * i },
+  { id: `nw_${i}_copy`, board: "b_near_walk", title: `Feature request ${i} ${i + 1000} please`, content: "", angle: nearStep * (i + 0.2) }
+]).flat()
+
 const seed = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`INSERT INTO organizations (id, name) VALUES ('org_c', 'C')`
   yield* sql`INSERT INTO boards (id, organization_id, name, slug, visibility) VALUES
-    ('b_walk', 'org_c', 'Walk', 'walk', 'public'), ('b_pairs', 'org_c', 'Pairs', 'pairs', 'public')`
-  const rows = [...walked, ...compared].map((p) => ({
+    ('b_walk', 'org_c', 'Walk', 'walk', 'public'), ('b_pairs', 'org_c', 'Pairs', 'pairs', 'public'),
+    ('b_near', 'org_c', 'Near', 'near', 'public'), ('b_near_walk', 'org_c', 'Near walk', 'near-walk', 'public')`
+  const rows = [...walked, ...compared, ...nearPairs, ...nearWalked].map((p) => ({
     ...p,
     ...lexiconOf({ boardId: p.board, title: p.title, text: p.content.replace(/<[^>]*>/g, " "), visibility: "public" }),
     vector: vectorLiteral(at(p.angle))
@@ -94,6 +119,29 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a board's nearest-ne
       for (const d of copies) expect(d).toBeCloseTo(copy, 4)
       for (const d of requests) expect(d).toBeGreaterThan(cosine(0, step) / 2)
       // 200 drawn of 410 posts: some of the 60 copies are among them (missing all of them has a chance under 1e-30).
+      expect(distances.length).toBeLessThan(200)
+    }))
+
+  it.effect("count near-exact copies once, on a board compared pair by pair", () =>
+    Effect.gen(function*() {
+      const repo = yield* EmbeddingRepo
+      const distances = yield* repo.neighbourDistances(model, "b_near", 200)
+      // One post of each pair is drawn (its first), and its nearest neighbour is never the other: the dark mode's
+      // is the night theme (two words changed), the PDF export's too, the sign-on's the receipts; the night
+      // theme's is the dark mode's copy. A hundredth of a radian (5e-5) is nowhere.
+      expect(distances.length).toBe(4)
+      const expected = [cosine(0.3, 0.01), cosine(0, 0.3), cosine(1, 0.3), cosine(2, 1.01)].sort((a, b) => a - b)
+      expected.forEach((d, i) => expect(distances[i]!, `${i}`).toBeCloseTo(d, 5))
+    }))
+
+  it.effect("count near-exact copies once, on a board measured through the index", () =>
+    Effect.gen(function*() {
+      assert.isAbove(nearWalked.length, exactUpTo)
+      const repo = yield* EmbeddingRepo
+      const distances = yield* repo.neighbourDistances(model, "b_near_walk", 200)
+      // Every text's nearest neighbour is the next or the previous one's copy (4/5 of a step), never its own (1/5).
+      for (const d of distances) expect(d).toBeGreaterThan(cosine(0, nearStep * 0.6))
+      // 200 drawn of 320 posts: about 60 pairs are drawn whole, and count once (drawing no pair whole: under 1e-30).
       expect(distances.length).toBeLessThan(200)
     }))
 })

@@ -145,6 +145,39 @@ export const sevenPosts = posts("p_sev", [
   ["recurring", "Recurring tasks", "Let a weekly chore repeat automatically every Monday."]
 ])
 
+/**
+ * `b_near`: the 7 posts of `b_seven`, to which a visitor adds five pairs of
+ * near-exact copies (`visitorNearCopies`) in `test/suggestions-background.test.ts`.
+ */
+export const nearPosts = posts("p_near", sevenPosts.map((p) => [p.id.slice("p_sev_".length), p.title, p.text] as const))
+
+/**
+ * What a visitor posts on `b_near`: five requests, each twice, the second
+ * time with one word added, replaced or removed.
+ */
+export const visitorNearCopies: ReadonlyArray<readonly [{ readonly title: string; readonly text: string }, { readonly title: string; readonly text: string }]> = [
+  [
+    { title: "Refund my subscription", text: "I was charged twice this month, please give my money back." },
+    { title: "Refund my subscription now", text: "I was charged twice this month, please give my money back." }
+  ],
+  [
+    { title: "Calendar sync", text: "Sync the due dates with Google Calendar." },
+    { title: "Calendar sync", text: "Sync the due dates with Outlook Calendar." }
+  ],
+  [
+    { title: "Faster page loading", text: "The dashboard takes ten seconds to open in the morning." },
+    { title: "Faster page loading", text: "The dashboard takes twenty seconds to open in the morning." }
+  ],
+  [
+    { title: "Mobile app for Android", text: "We would like to read the updates on our phones too." },
+    { title: "Mobile app for Android", text: "We would like to read the updates on our phones." }
+  ],
+  [
+    { title: "Print a board as a poster", text: "For the office wall, once every week." },
+    { title: "Print a board as a large poster", text: "For the office wall, once every week." }
+  ]
+]
+
 /** What a visitor posts twice, word for word. */
 export const visitorCopy = { title: "Refund my subscription", text: "I was charged twice this month, please give my money back." }
 
@@ -168,7 +201,7 @@ export const floodedOrganization = "org_flood"
 export const floodPosts = posts("p_fl", mixedPosts.slice(0, 10).map((p) => [p.id.slice("p_mix_".length), p.title, p.text] as const))
 
 /**
- * `calibrationFixture`, with `b_seven` and `b_dups` on its organization, and
+ * `calibrationFixture`, with `b_seven`, `b_dups` and `b_near` on its organization, and
  * `org_flood` with its public board `b_flood`.
  */
 export const backgroundFixture = () => {
@@ -176,9 +209,10 @@ export const backgroundFixture = () => {
   const [organization] = fixture.organizations
   organization!.boards.push(
     { id: "b_seven", name: "Seven", slug: "seven", visibility: "public" },
-    { id: "b_dups", name: "Duplicates", slug: "duplicates", visibility: "public" }
+    { id: "b_dups", name: "Duplicates", slug: "duplicates", visibility: "public" },
+    { id: "b_near", name: "Near", slug: "near", visibility: "public" }
   )
-  organization!.posts.push(...fixturePosts("b_seven", sevenPosts), ...fixturePosts("b_dups", duplicatePosts))
+  organization!.posts.push(...fixturePosts("b_seven", sevenPosts), ...fixturePosts("b_dups", duplicatePosts), ...fixturePosts("b_near", nearPosts))
   return {
     organizations: [...fixture.organizations, {
       id: floodedOrganization,

@@ -2,6 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { createHash } from "node:crypto"
 import { unboundedStatement } from "../sql/Database.js"
+import { storedKindAt, wordKinds } from "../lexicon/lexicon.js"
 import type { Model, Vector } from "./Embeddings.js"
 
 /** A post leased for embedding: its text as it is now, and the hash that will say so. */
@@ -97,6 +98,35 @@ const sourceHash = "p.text_hash"
  */
 const copyKey = `CASE WHEN p.lexicon IS NULL OR length(p.lexicon) = 0 THEN 't' || p.text_hash ELSE 'w' || md5(p.lexicon::text) END`
 
+/** A post's words (`wordKinds`), as a sorted array of its stored lexemes. */
+const wordsOf = (lexicon: string) =>
+  `ARRAY(SELECT f FROM unnest(tsvector_to_array(coalesce(${lexicon}, ''::tsvector))) f WHERE substr(f, ${storedKindAt}, 1) IN (${
+    wordKinds.map((k) => `'${k}'`).join(", ")
+  }))`
+
+/**
+ * A near-exact copy keeps this many of its text's words at least: one word
+ * edited in a text of four or more. In shorter ones, one word is a third or
+ * half of what is asked: "Export to PDF" and "Export to CSV", "Integration
+ * with Slack" and "Integration with Teams" are two requests.
+ */
+export const nearCopyShares = 3
+
+/**
+ * Whether two posts are near-exact copies (decision 0027): the same words
+ * but for one added, removed or replaced, and at least `nearCopyShares` in
+ * common. `a` has its words as an array (`words`) and their count (`n`); `b`
+ * its lexicon and, when known, the count of its words. A post without words
+ * is no one's near copy. The shared words are counted in C (`ts_delete`);
+ * `b`'s words are counted only when all of `a`'s but one are among them.
+ */
+const nearCopy = (a: { readonly words: string; readonly n: string }, b: { readonly lexicon: string; readonly n?: string }) => {
+  const shared = `(length(${b.lexicon}) - length(ts_delete(${b.lexicon}, ${a.words})))`
+  return `(CASE WHEN ${a.n} < ${nearCopyShares} OR ${b.lexicon} IS NULL ${b.n === undefined ? "" : `OR abs(${a.n} - ${b.n}) > 1`} THEN false
+    WHEN ${a.n} - ${shared} > 1 OR ${shared} < ${nearCopyShares} THEN false
+    ELSE ${b.n ?? `cardinality(${wordsOf(b.lexicon)})`} - ${shared} <= 1 END)`
+}
+
 /** The SQL of `post_embeddings`: the embedding queue and the vectors. */
 export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
   /**
@@ -134,11 +164,11 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
   /**
    * The distance from each of up to `sample` public posts of a public board
    * (drawn at random) to its nearest other public post of the board, for the
-   * model, ascending: the board's background (decision 0023). Copies count
-   * once (`copyKey`, decision 0027): one post of a text is drawn, and its
-   * nearest neighbour has another text. A board of at most `exactUpTo` posts
-   * is compared pair by pair; a larger one walks the model's index once per
-   * sampled post.
+   * model, ascending: the board's background (decision 0023). Copies and
+   * near-exact copies count once (`copyKey`, `nearCopy`, decision 0027): one
+   * post of a group is drawn, and its nearest neighbour is neither. A board
+   * of at most `exactUpTo` posts is compared pair by pair; a larger one walks
+   * the model's index once per sampled post.
    */
   readonly neighbourDistances: (model: Model, boardId: string, sample: number) => Effect.Effect<ReadonlyArray<number>, SqlError.SqlError>
   /**
@@ -280,25 +310,39 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         if (n < 2) return []
         const vector = sql.literal(`e.embedding::${m.cast}`)
         const copy = sql.literal(copyKey)
-        // One post of each text is drawn, and its nearest neighbour is the nearest post with another text.
+        const words = sql.literal(wordsOf("p.lexicon"))
+        // A text is drawn unless a text before it is its near-exact copy: one post of each group of copies.
+        const first = sql.literal(`NOT EXISTS (SELECT 1 FROM texts u WHERE u.post_id < t.post_id
+          AND ${nearCopy({ words: "t.words", n: "t.n" }, { lexicon: "u.words_v", n: "u.n" })})`)
+        // Its nearest neighbour is the nearest post that is neither its copy nor its near-exact copy.
+        const other = (candidate: { readonly lexicon: string; readonly n?: string }) =>
+          sql.literal(nearCopy({ words: "s.words", n: "s.n" }, candidate))
         const rows = n <= exactUpTo
           ? yield* sql<{ d: number }>`WITH board AS MATERIALIZED (
-                SELECT e.post_id, ${vector} AS v, ${copy} AS copy FROM post_embeddings e JOIN posts p ON p.id = e.post_id
-                WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts})
+                SELECT post_id, v, copy, words, array_to_tsvector(words) AS words_v, cardinality(words) AS n FROM (
+                  SELECT e.post_id, ${vector} AS v, ${copy} AS copy, ${words} AS words FROM post_embeddings e JOIN posts p ON p.id = e.post_id
+                  WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts})
+                  OFFSET 0 -- each post's words are read once, not once per column made of them
+                ) b
               ), texts AS (SELECT DISTINCT ON (copy) * FROM board ORDER BY copy, post_id),
-              sample AS (SELECT * FROM texts ORDER BY random() LIMIT ${sample})
-              SELECT (SELECT min(s.v <=> o.v) FROM board o WHERE o.copy <> s.copy)::float8 AS d FROM sample s`
+              sample AS (SELECT * FROM texts t WHERE ${first} ORDER BY random() LIMIT ${sample})
+              -- OFFSET 0: the board is sorted by distance first, and the near-exact test stops at the first post that passes.
+              SELECT (SELECT o.d FROM (SELECT (s.v <=> o.v)::float8 AS d, o.words_v, o.n FROM board o WHERE o.copy <> s.copy ORDER BY 1 OFFSET 0) o
+                WHERE NOT ${other({ lexicon: "o.words_v", n: "o.n" })} LIMIT 1) AS d FROM sample s`
           : yield* walkingIndex(
-            sql<{ d: number }>`WITH sample AS (
-                SELECT DISTINCT ON (copy) * FROM (
-                  SELECT e.post_id, ${vector} AS v, ${copy} AS copy FROM post_embeddings e JOIN posts p ON p.id = e.post_id
-                  WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
-                    AND e.post_id IN (SELECT id FROM (${posts}) board ORDER BY random() LIMIT ${sample})
-                ) drawn ORDER BY copy, post_id
-              )
+            sql<{ d: number }>`WITH texts AS MATERIALIZED (
+                SELECT post_id, v, copy, words, array_to_tsvector(words) AS words_v, cardinality(words) AS n FROM (
+                  SELECT DISTINCT ON (copy) * FROM (
+                    SELECT e.post_id, ${vector} AS v, ${copy} AS copy, ${words} AS words FROM post_embeddings e JOIN posts p ON p.id = e.post_id
+                    WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
+                      AND e.post_id IN (SELECT id FROM (${posts}) board ORDER BY random() LIMIT ${sample})
+                  ) d ORDER BY copy, post_id
+                ) d
+              ), sample AS (SELECT * FROM texts t WHERE ${first})
               SELECT (
                 SELECT (${vector} <=> s.v)::float8 FROM post_embeddings e JOIN posts p ON p.id = e.post_id
                 WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL AND e.post_id IN (${posts}) AND ${copy} <> s.copy
+                  AND NOT ${other({ lexicon: "p.lexicon" })}
                 ORDER BY ${vector} <=> s.v LIMIT 1
               ) AS d FROM sample s`
           )

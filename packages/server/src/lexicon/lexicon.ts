@@ -154,12 +154,24 @@ export const queryFeatures = (title: string, body: string): Array<{ readonly fea
   ]
 }
 
+const boardKeyLength = 20
+
 /**
  * Features are stored scoped to their board: `<board key>/<feature>`, so that
  * the GIN index's posting list of a lexeme is one board's, and its length is
  * that board's document frequency.
  */
-export const boardKey = (boardId: string) => createHash("sha256").update(boardId).digest("hex").slice(0, 20)
+export const boardKey = (boardId: string) => createHash("sha256").update(boardId).digest("hex").slice(0, boardKeyLength)
+
+/** Where a stored feature's kind is, 1-based (SQL's `substr`): after its board key and the "/". */
+export const storedKindAt = boardKeyLength + 2
+
+/**
+ * The kinds that are a text's words: `w`, and `c` where words are not
+ * spaced (a bigram is the nearest to a word there is). Whether two posts are
+ * near-exact copies is read on these (`EmbeddingRepo`, decision 0027).
+ */
+export const wordKinds: ReadonlyArray<Kind> = ["w", "c"]
 
 const quote = (lexeme: string) => `'${lexeme.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`
 
