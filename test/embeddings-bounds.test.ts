@@ -5,6 +5,7 @@ import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { freePort, spawnServer, type ServerProcess, waitForHealth } from "./support/process.js"
 import { postJson, writeFixtureFile } from "./support/server.js"
 import { eventually } from "./support/wait.js"
+import { productionNodeOptions } from "./support/flood.js"
 import { watchServer } from "./support/watch.js"
 
 /**
@@ -71,7 +72,7 @@ const startServer = async (env: Record<string, string> = {}) => {
     LOG_LEVEL: "error",
     RATE_LIMIT_MULTIPLIER: "1000",
     METRICS_PORT: String(metricsPort),
-    NODE_OPTIONS: "--max-semi-space-size=8 --max-old-space-size=256",
+    NODE_OPTIONS: productionNodeOptions,
     EMBEDDINGS_URL: fake.url,
     EMBEDDINGS_MODEL: "concepts-1",
     EMBEDDINGS_DIMENSIONS: String(dimensions),

@@ -1,11 +1,12 @@
 import { Limits } from "@hearken/api"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
-import { flood, type FloodRequest, productionNodeOptions, watch } from "./support/flood.js"
+import { flood, type FloodRequest, productionNodeOptions } from "./support/flood.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { type ServerProcess } from "./support/process.js"
 import { useServerProcesses } from "./support/server.js"
 import { eventually } from "./support/wait.js"
+import { watchServer } from "./support/watch.js"
 
 /**
  * Decision 0025: visitors who name organizations and boards that do not
@@ -53,7 +54,8 @@ const tooLong = (field: string) => JSON.stringify({
  */
 const survive = async (server: ServerProcess, count: number, make: (i: number) => FloodRequest,
   check: (i: number, status: number, body: string) => void) => {
-  const watcher = watch(server.child.pid!, server.origin)
+  // Killed past 1.5 GB, so that a server that does not hold costs the machine no more than that.
+  const watcher = watchServer(server, 1_500)
   const gone = () => server.child.exitCode !== null || server.child.signalCode !== null
   let answered = 0
   let failure: unknown
@@ -67,8 +69,8 @@ const survive = async (server: ServerProcess, count: number, make: (i: number) =
   if (failure !== undefined) throw failure
   expect(answered).toBe(count)
   expect(seen.peakRssMb).toBeLessThanOrEqual(maxRssMb)
+  // A failed probe counts as Infinity.
   expect(seen.slowestHealthMs).toBeLessThanOrEqual(maxHealthMs)
-  expect(seen.healthy).toBe(seen.probes)
   return seen
 }
 

@@ -6,6 +6,7 @@ import { baseFixture } from "./support/fixtures.js"
 import { freePort, processGroup } from "./support/process.js"
 import { writeFixtureFile } from "./support/server.js"
 import { eventually } from "./support/wait.js"
+import { productionNodeOptions } from "./support/flood.js"
 import { watchServer } from "./support/watch.js"
 
 /**
@@ -99,7 +100,7 @@ describe("a collector whose answer never ends", () => {
   it("fails the export at 64 KiB, long before its timeout; RSS ≤ 400 MB, /health ≤ 1 s", async () => {
     const metricsPort = await freePort()
     const server = await servers.start({
-      NODE_OPTIONS: "--max-semi-space-size=8 --max-old-space-size=256",
+      NODE_OPTIONS: productionNodeOptions,
       METRICS_PORT: String(metricsPort),
       OTEL_EXPORTER_OTLP_ENDPOINT: flooding.endpoint,
       OTEL_BSP_SCHEDULE_DELAY: "100",

@@ -1,72 +1,7 @@
-import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 
 /** How the README's production command starts the server (`npm start`, "In production"). */
 export const productionNodeOptions = "--max-semi-space-size=8 --max-old-space-size=256"
-
-/** A process's resident set, in MB, from `/proc/PID/status` (VmRSS); undefined once it is gone. */
-export const rssMb = (pid: number): number | undefined => {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))
-    return line === undefined ? undefined : Number(line.split(/\s+/)[1]) / 1024
-  } catch {
-    return undefined
-  }
-}
-
-export interface Watch {
-  /** Stops watching and yields the peak RSS (MB) and the slowest `/health` answer (ms), with how many answered 200 of those asked. */
-  readonly stop: () => Promise<{ readonly peakRssMb: number; readonly slowestHealthMs: number; readonly healthy: number; readonly probes: number }>
-  /** The peak so far. */
-  readonly peakRssMb: () => number
-}
-
-/**
- * Samples the RSS of `pid` every 100 ms and asks `GET /health` one at a time,
- * every 250 ms, on a connection of its own (a probe that never answers
- * counts from when it was sent until `stop`).
- */
-export const watch = (pid: number, origin: string): Watch => {
-  let peak = rssMb(pid) ?? 0
-  let slowest = 0
-  let healthy = 0
-  let probes = 0
-  let stopped = false
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, rssMb(pid) ?? 0)
-  }, 100)
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const probe = async () => {
-    while (!stopped) {
-      const started = performance.now()
-      probes++
-      const status = await new Promise<number>((resolve) => {
-        const req = request(`${origin}/health`, { agent }, (res) => {
-          res.resume()
-          res.on("end", () => resolve(res.statusCode ?? 0))
-        })
-        req.on("error", () => resolve(0))
-        req.setTimeout(10_000, () => req.destroy())
-        req.end()
-      })
-      slowest = Math.max(slowest, performance.now() - started)
-      if (status === 200) healthy++
-      await new Promise((r) => setTimeout(r, 250))
-    }
-  }
-  const probing = probe()
-  return {
-    peakRssMb: () => peak,
-    stop: async () => {
-      stopped = true
-      clearInterval(sampler)
-      peak = Math.max(peak, rssMb(pid) ?? 0)
-      await probing
-      agent.destroy()
-      return { peakRssMb: peak, slowestHealthMs: slowest, healthy, probes }
-    }
-  }
-}
 
 export interface FloodRequest {
   readonly path: string
