@@ -108,8 +108,9 @@ export class Suggestions extends Context.Service<Suggestions, {
       const sizes = yield* BoundedCache.make<number>({ maxEntries: cacheEntries, maxBytes: cacheBytes, timeToLive: cacheMs, sizeOf: () => 8 })
 
       /** Public posts on a public board of the organization; 0 for any other board. */
+      const sizeKey = (organizationId: string, boardId: string) => `${organizationId}\u0000${boardId}`
       const boardSize = Effect.fnUntraced(function*(organizationId: string, boardId: string) {
-        const key = `${organizationId}\u0000${boardId}`
+        const key = sizeKey(organizationId, boardId)
         const cached = yield* sizes.get(key)
         if (Option.isSome(cached)) return cached.value
         const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM posts p
@@ -131,8 +132,12 @@ export class Suggestions extends Context.Service<Suggestions, {
        */
       const indexOnly = sql`SET LOCAL enable_seqscan = off`
 
-      /** The board's size, through the index, in a transaction of its own. */
-      const countBoard = (request: SuggestionsRequest) => queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId)))
+      /** The board's size: a large board's from the cache, with no transaction; else counted through the index, in a transaction of its own. */
+      const countBoard = (request: SuggestionsRequest) =>
+        Effect.flatMap(sizes.get(sizeKey(request.organizationId, request.boardId)), (cached) =>
+          Option.isSome(cached)
+            ? Effect.succeed(cached.value)
+            : queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId))))
 
       /**
        * One statement: each feature's postings (at most `cap`, through the GIN
