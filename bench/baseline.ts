@@ -42,6 +42,7 @@ import { answerCacheOptions, etagOf, largestAnswer, matches, worthKeeping } from
 import { pageSize } from "../packages/server/dist/updates/Updates.js"
 import { make as makeSanitizer, sanitizerVersion, truncate } from "../packages/server/dist/content/Sanitizer.js"
 import { numberedSlug, slugify } from "../packages/server/dist/content/slug.js"
+import { maxBodyBytes } from "../packages/server/dist/http/BodyLimits.js"
 import { excerptLength } from "../packages/server/dist/feedback/Feedback.js"
 import { lexiconOf } from "../packages/server/dist/lexicon/lexicon.js"
 import { bucketOf, clientAddress } from "../packages/server/dist/rate-limit/ClientIp.js"
@@ -67,7 +68,6 @@ const prefix = "/api/widget/v1/"
 const slugAttempts = 20
 /** `Posts.ts`'s `LIKE` pattern of `base-` followed by anything. */
 const likePrefix = (base: string) => `${base.replace(/[\\%_]/g, "\\$&")}-%`
-const maxBodyBytes = 1_000_000
 
 const pool = new pg.Pool({ connectionString: env("DATABASE_URL"), max: 10 })
 const redis = new Redis(env("REDIS_URL"), redisOptions)
