@@ -13,29 +13,66 @@ import { SuggestionQueries } from "./SuggestionQueries.js"
 export const maxSuggestions = Limits.suggestions
 
 /**
- * Which ranked candidates are worth showing (decision 0008). A duplicate
- * either covers much of the draft, or stands out from the rest; a draft with
- * no duplicate matches many posts a little, and gets nothing.
+ * Which ranked candidates are worth showing (decision 0031, refitting 0008).
+ * A draft is answered when its best candidate covers much of it, or stands
+ * out from the candidate at rank `against`: a topic with two, three or four
+ * posts sits close together at the top, and the rank behind them is where
+ * the board's ordinary matches begin. A draft with no duplicate matches many
+ * posts a little, and gets nothing. Then every candidate of the top five
+ * that covers enough, and is near the best, is shown.
  */
 export interface Selection {
   /** A candidate covering this share of the draft's information is shown. */
   readonly confident: number
   /** No candidate under this is shown. */
   readonly floor: number
-  /** The best candidate is shown when it covers this many times what the second does. */
+  /** The draft is answered when its best candidate covers this many times what the candidate at rank `against` does. */
   readonly standOut: number
-  /** Once the best is shown, the next are shown down to this share of its coverage. */
+  /** The rank (from 1) of the candidate the best is compared with; a board with fewer candidates compares with 0. */
+  readonly against: number
+  /** Once the draft is answered, the next are shown down to this share of the best's coverage… */
   readonly follow: number
+  /** …and above this many times the coverage at rank `against`. */
+  readonly above: number
 }
 
-export const selection: Selection = { confident: 0.3, floor: 0.1, standOut: 1.2, follow: 0.5 }
+export const selection: Selection = { confident: 0.3, floor: 0.12, standOut: 1.5, against: 5, follow: 0.5, above: 1.25 }
+
+/** The rank (from 1) after which coverage drops most, relative to the next candidate, among the first `within`. */
+export const largestDrop = (ranked: ReadonlyArray<{ readonly coverage: number }>, within: number) => {
+  let at = 1
+  let ratio = 0
+  for (let j = 1; j <= Math.min(within, ranked.length); j++) {
+    const next = ranked[j]?.coverage ?? 0
+    const r = ranked[j - 1]!.coverage / Math.max(next, 1e-9)
+    if (r > ratio) {
+      ratio = r
+      at = j
+    }
+  }
+  return at
+}
 
 export const select = <A extends { readonly coverage: number }>(ranked: ReadonlyArray<A>, s: Selection = selection): ReadonlyArray<A> => {
-  const [best, second] = ranked
+  const best = ranked[0]
   if (best === undefined || best.coverage < s.floor) return []
-  const shown = best.coverage >= s.confident || best.coverage >= s.standOut * (second?.coverage ?? 0)
-  if (!shown) return []
-  return ranked.filter((r) => r.coverage >= s.floor && (r.coverage >= s.confident || r.coverage >= s.follow * best.coverage))
+  if (s.against < 0) {
+    // The group above the largest drop among the first -against candidates.
+    const group = largestDrop(ranked, -s.against)
+    const reference = ranked[group]?.coverage ?? 0
+    const answered = best.coverage >= s.confident || ranked[group - 1]!.coverage >= s.standOut * reference
+    if (!answered) return []
+    return ranked.filter((r, i) =>
+      i === 0 || (r.coverage >= s.floor && (r.coverage >= s.confident || (i < group && r.coverage >= s.follow * best.coverage)))
+    )
+  }
+  const reference = ranked[s.against - 1]?.coverage ?? 0
+  const answered = best.coverage >= s.confident || best.coverage >= s.standOut * reference
+  if (!answered) return []
+  return ranked.filter((r, i) =>
+    i === 0 ||
+    (r.coverage >= s.floor && (r.coverage >= s.confident || (r.coverage >= s.follow * best.coverage && r.coverage >= s.above * reference)))
+  )
 }
 
 /** The search's knobs (decision 0008). */

@@ -27,9 +27,18 @@ export interface Blend {
   /** One whose p is at most this is shown when the lexical ranking has it too, with at least `wordsFloor` coverage. */
   readonly withWords: number
   readonly wordsFloor: number
+  /**
+   * Once the words show posts, a near post is shown when it is at most this
+   * many times as far as the nearest post the words show: the words found
+   * the request, the meaning finds the rest of its posts (a topic asked
+   * several times in other words). 0: never.
+   */
+  readonly asNear: number
+  /** …when the words show at least this many posts. */
+  readonly asNearFrom: number
 }
 
-export const blend: Blend = { alone: 0.2, gap: 0.3, withWords: 0.05, wordsFloor: 0.02 }
+export const blend: Blend = { alone: 0.2, gap: 0.3, withWords: 0.05, wordsFloor: 0.1, asNear: 1.1, asNearFrom: 3 }
 
 /**
  * How much closer the `i`-th near post is than the draft's next four others,
@@ -62,9 +71,12 @@ export const merge = (
   b: Blend = blend
 ): Array<string> => {
   const coverage = new Map(ranked.map((r) => [r.id, r.coverage]))
+  const found = near.filter((n) => shown.includes(n.id))
+  const asFar = b.asNear > 0 && found.length > 0 && shown.length >= b.asNearFrom ? Math.min(...found.map((n) => n.distance)) * b.asNear : -1
   const meant = near.filter((n, i) =>
     n.distance <= maxDistance &&
-    ((n.p <= b.alone && gapOf(near, i) >= b.gap) || (n.p <= b.withWords && (coverage.get(n.id) ?? 0) >= b.wordsFloor))
+    ((n.p <= b.alone && gapOf(near, i) >= b.gap) || (n.p <= b.withWords && (coverage.get(n.id) ?? 0) >= b.wordsFloor) ||
+      n.distance <= asFar)
   ).map((n) => n.id)
   if (meant.length === 0) return shown.slice(0, limit)
   return fuse([shown.map((id) => ({ id })), meant.map((id) => ({ id }))], limit).map((x) => x.id)
