@@ -405,10 +405,10 @@ const statsOf = (ids: (c: Case) => ReadonlyArray<string>, list: ReadonlyArray<Ca
 const selections: Array<Selection> = []
 for (const confident of [1, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]) {
   for (const floor of [0.15, 0.12, 0.1, 0.09, 0.08, 0.06]) {
-    for (const against of [2, 3, 4, 5, 6, 8, 10, 12, 15, -3, -5, -8, -10]) {
+    for (const against of [2, 3, 4, 5, 6, 8, 10, 12, 15]) {
       for (const standOut of [3, 2.5, 2, 1.75, 1.5, 1.3, 1.2, 1.1]) {
         for (const follow of [0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2]) {
-          for (const above of against < 0 ? [0] : [1.25, 1.1, 1, 0]) selections.push({ confident, floor, standOut, against, follow, above })
+          for (const above of [1.25, 1.1, 1, 0]) selections.push({ confident, floor, standOut, against, follow, above })
         }
       }
     }

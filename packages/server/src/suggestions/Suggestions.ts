@@ -38,34 +38,9 @@ export interface Selection {
 
 export const selection: Selection = { confident: 0.3, floor: 0.12, standOut: 1.5, against: 5, follow: 0.5, above: 1.25 }
 
-/** The rank (from 1) after which coverage drops most, relative to the next candidate, among the first `within`. */
-export const largestDrop = (ranked: ReadonlyArray<{ readonly coverage: number }>, within: number) => {
-  let at = 1
-  let ratio = 0
-  for (let j = 1; j <= Math.min(within, ranked.length); j++) {
-    const next = ranked[j]?.coverage ?? 0
-    const r = ranked[j - 1]!.coverage / Math.max(next, 1e-9)
-    if (r > ratio) {
-      ratio = r
-      at = j
-    }
-  }
-  return at
-}
-
 export const select = <A extends { readonly coverage: number }>(ranked: ReadonlyArray<A>, s: Selection = selection): ReadonlyArray<A> => {
   const best = ranked[0]
   if (best === undefined || best.coverage < s.floor) return []
-  if (s.against < 0) {
-    // The group above the largest drop among the first -against candidates.
-    const group = largestDrop(ranked, -s.against)
-    const reference = ranked[group]?.coverage ?? 0
-    const answered = best.coverage >= s.confident || ranked[group - 1]!.coverage >= s.standOut * reference
-    if (!answered) return []
-    return ranked.filter((r, i) =>
-      i === 0 || (r.coverage >= s.floor && (r.coverage >= s.confident || (i < group && r.coverage >= s.follow * best.coverage)))
-    )
-  }
   const reference = ranked[s.against - 1]?.coverage ?? 0
   const answered = best.coverage >= s.confident || best.coverage >= s.standOut * reference
   if (!answered) return []
