@@ -19,7 +19,9 @@ describe("webhooks while PostgreSQL connections are killed", () => {
     const chaos = terminator(server.db.name, 200)
     const acknowledged: Array<string> = []
     const statuses: Record<number, number> = {}
-    for (let round = 0; round < 40; round++) {
+    // Rounds until 50 posts are acknowledged (at most 200 rounds): how many get through between kills depends on
+    // the machine's speed and load, not on the service, so the test waits for enough instead of counting them.
+    for (let round = 0; round < 200 && acknowledged.length < 50; round++) {
       const results = await Promise.all(Array.from({ length: 6 }, (_, i) =>
         postJson(`${server.api}/feedback`, { organizationId: "org_chaos", boardId: "b_org_chaos", title: `Chaos ${round}.${i}`, content: "" })
       ))
@@ -32,8 +34,8 @@ describe("webhooks while PostgreSQL connections are killed", () => {
     }
     const kills = await chaos.stop()
     expect(kills).toBeGreaterThan(10)
-    // Most posts get through between kills; how many depends on the machine's speed, so the bar is low.
-    expect(acknowledged.length).toBeGreaterThan(40)
+    // Posts keep getting through between kills.
+    expect(acknowledged.length).toBeGreaterThanOrEqual(50)
 
     // Everything settles: no delivery is left pending once the connections stay up.
     await eventually("every delivery to succeed", async () => {
