@@ -408,7 +408,7 @@ for (const confident of [1, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]) {
     for (const against of [2, 3, 4, 5, 6, 8, 10, 12, 15]) {
       for (const standOut of [3, 2.5, 2, 1.75, 1.5, 1.3, 1.2, 1.1]) {
         for (const follow of [0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2]) {
-          for (const above of [1.25, 1.1, 1, 0]) selections.push({ confident, floor, standOut, against, follow, above })
+          for (const above of [1.25, 1.1, 1, 0]) selections.push({ confident, floor, standOut, against, follow, above, few: selection.few, fewFloor: selection.fewFloor })
         }
       }
     }

@@ -34,19 +34,27 @@ export interface Selection {
   readonly follow: number
   /** …and above this many times the coverage at rank `against`. */
   readonly above: number
+  /**
+   * A board that gives fewer candidates than this (a small board, or a draft
+   * of rare words) uses `fewFloor` instead of `floor`: with few posts, a weak
+   * match has fewer others to be confused with (decision 0031).
+   */
+  readonly few: number
+  readonly fewFloor: number
 }
 
-export const selection: Selection = { confident: 0.3, floor: 0.12, standOut: 1.5, against: 5, follow: 0.5, above: 1.25 }
+export const selection: Selection = { confident: 0.3, floor: 0.12, standOut: 1.5, against: 5, follow: 0.5, above: 1.25, few: 10, fewFloor: 0.1 }
 
 export const select = <A extends { readonly coverage: number }>(ranked: ReadonlyArray<A>, s: Selection = selection): ReadonlyArray<A> => {
   const best = ranked[0]
-  if (best === undefined || best.coverage < s.floor) return []
+  const floor = ranked.length < s.few ? s.fewFloor : s.floor
+  if (best === undefined || best.coverage < floor) return []
   const reference = ranked[s.against - 1]?.coverage ?? 0
   const answered = best.coverage >= s.confident || best.coverage >= s.standOut * reference
   if (!answered) return []
   return ranked.filter((r, i) =>
     i === 0 ||
-    (r.coverage >= s.floor && (r.coverage >= s.confident || (r.coverage >= s.follow * best.coverage && r.coverage >= s.above * reference)))
+    (r.coverage >= floor && (r.coverage >= s.confident || (r.coverage >= s.follow * best.coverage && r.coverage >= s.above * reference)))
   )
 }
 
