@@ -12,7 +12,8 @@ export interface CalibrationPost {
   readonly text: string
 }
 
-const posts = (prefix: string, list: ReadonlyArray<readonly [string, string, string]>): Array<CalibrationPost> =>
+/** Posts from `[id, title, text]` rows, their ids prefixed. */
+export const posts = (prefix: string, list: ReadonlyArray<readonly [string, string, string]>): Array<CalibrationPost> =>
   list.map(([id, title, text]) => ({ id: `${prefix}_${id}`, title, text }))
 
 export const mixedPosts = posts("p_mix", [

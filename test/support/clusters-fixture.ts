@@ -16,14 +16,9 @@
  * option" has none of its concepts).
  */
 
-export interface ClusterPost {
-  readonly id: string
-  readonly title: string
-  readonly text: string
-}
+import { type CalibrationPost, posts } from "./calibration-fixture.js"
 
-const posts = (prefix: string, list: ReadonlyArray<readonly [string, string, string]>): Array<ClusterPost> =>
-  list.map(([id, title, text]) => ({ id: `${prefix}_${id}`, title, text }))
+export type ClusterPost = CalibrationPost
 
 /** Seven ways of asking for a dark theme. */
 export const darkPosts = posts("p_dark", [
