@@ -16,7 +16,7 @@
  * option" has none of its concepts).
  */
 
-import { type CalibrationPost, posts } from "./calibration-fixture.js"
+import { type CalibrationPost, posts } from "./calibration-fixture.ts"
 
 export type ClusterPost = CalibrationPost
 
