@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { calibrated, type Draft, embeddingsEnv, fakeModel, suggestionIds } from "./support/calibration.js"
 import {
   boardPosts,
+  type ClusterDraft,
+  clusterDrafts,
+  clusterRequest,
   clustersFixture,
   clustersOrganization,
   darkPosts,
@@ -122,14 +125,9 @@ afterAll(async () => {
   for (const fake of fakes) await fake.close()
 })
 
-const ask = async (database: Database, matching: Matching, boardId: string, draft: Draft) => {
+const ask = async (database: Database, matching: Matching, draft: ClusterDraft) => {
   const { api } = await running.get(key(database, matching))!
-  return postJson(`${api}/suggestions`, {
-    organizationId: clustersOrganization,
-    boardId,
-    title: draft.title,
-    content: draft.content === undefined ? "" : `<p>${draft.content}</p>`
-  })
+  return postJson(`${api}/suggestions`, clusterRequest(draft))
 }
 
 /** A post as `POST /suggestions` answers it: exactly the spec's fields (§4.1, the Suggestion match object). */
@@ -149,7 +147,7 @@ describe.each(combinations)("POST /suggestions on boards asking one thing severa
   it(matching === "concept"
     ? "answers 5 of the 7 posts close to a draft, and nothing else"
     : "answers the 3 of the 7 posts that share the draft's words, and nothing else", async () => {
-    const res = await ask(database, matching, "b_dark", { title: "Dark theme with black colours" })
+    const res = await ask(database, matching, clusterDrafts.dark)
     expect(res.status).toBe(200)
     const ids = idsOf(res.body)
     expect(ids, JSON.stringify(ids)).toHaveLength(matching === "concept" ? 5 : 3)
@@ -160,10 +158,10 @@ describe.each(combinations)("POST /suggestions on boards asking one thing severa
   })
 
   it.each([
-    ["in their words", { title: "Recurring tasks", content: "Some of our tasks repeat every week." }],
-    ["in other words", { title: "Repeat tasks automatically", content: "The same chores come back each week." }]
+    ["in their words", clusterDrafts.repeatTheirWords],
+    ["in other words", clusterDrafts.repeatOtherWords]
   ] as const)("answers all 3 duplicates of one another, and nothing else, to a draft %s", async (_, draft) => {
-    const res = await ask(database, matching, "b_repeat", draft)
+    const res = await ask(database, matching, draft)
     expect(res.status).toBe(200)
     const ids = idsOf(res.body)
     expect([...ids].sort(), JSON.stringify(ids)).toEqual([...repeatIds].sort())
@@ -172,10 +170,7 @@ describe.each(combinations)("POST /suggestions on boards asking one thing severa
 
   it("answers [] on a board of 25 unrelated posts to a draft none of them is about", async () => {
     expect(mixedPosts).toHaveLength(25)
-    const res = await ask(database, matching, "b_mixed", {
-      title: "Pay by direct debit",
-      content: "Our finance department cannot use credit cards for the yearly subscription."
-    })
+    const res = await ask(database, matching, clusterDrafts.unrelated)
     expect(res).toMatchObject({ status: 200, body: [] })
   })
 

@@ -53,7 +53,7 @@ import { type Embedder, startFakeEmbeddings } from "../../test/support/embedding
 import { freshDatabase, startProcess, withSql } from "../support.ts"
 import { datasetOrganization, type Draft, type Half, halves, hash, type LabelledSet, loadSets } from "./dataset.ts"
 import * as Scoring from "./scoring.ts"
-import { clusterRequirements, clustersFixture } from "../../test/support/clusters-fixture.ts"
+import { clusterRequest, clusterRequirements, clustersFixture } from "../../test/support/clusters-fixture.ts"
 
 const fit = process.argv.includes("--fit")
 const small = process.argv.includes("--small")
@@ -300,12 +300,7 @@ if (loadFrom !== undefined) {
       const suggestions = yield* Suggestions
       for (const c of cases) c.ranked = (yield* suggestions.rank(requestOf(c))).map((r) => ({ id: r.match.id, coverage: r.coverage }))
       for (const r of clusterRequirements) {
-        const ranked = yield* suggestions.rank({
-          organizationId: clustersFixture().organizations[0]!.id,
-          boardId: r.draft.boardId,
-          title: r.draft.title,
-          content: r.draft.content === undefined ? "" : `<p>${r.draft.content}</p>`
-        })
+        const ranked = yield* suggestions.rank(clusterRequest(r.draft))
         requirementsRanked.push(ranked.map((x) => ({ id: x.match.id, coverage: x.coverage })))
       }
     }))
@@ -348,14 +343,8 @@ if (loadFrom !== undefined) {
           }
           if (embedder === "concept") {
             for (const r of clusterRequirements) {
-              const content = r.draft.content === undefined ? "" : `<p>${r.draft.content}</p>`
-              const near = yield* semantic.nearest({
-                organizationId: clustersFixture().organizations[0]!.id,
-                boardId: r.draft.boardId,
-                title: r.draft.title,
-                text: sanitizer.text(content),
-                limit: nearLimit
-              })
+              const request = clusterRequest(r.draft)
+              const near = yield* semantic.nearest({ ...request, text: sanitizer.text(request.content), limit: nearLimit })
               requirementsNear.push(near._tag === "Some" ? near.value.map(({ distance, id, p }) => ({ id, distance, p })) : [])
             }
           }

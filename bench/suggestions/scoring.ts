@@ -16,12 +16,6 @@ export interface Unit {
   readonly real: boolean
 }
 
-/** A draft as scored: its board, the ids a good answer has, and the candidates each answer chose from. */
-export interface Scored {
-  readonly unit: Unit
-  readonly expected: ReadonlyArray<string>
-}
-
 /** Sums over drafts, so that boards add up and one board is taken away (leave-one-board-out) by subtraction. */
 export interface Stats {
   positives: number

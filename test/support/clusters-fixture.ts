@@ -140,12 +140,32 @@ export const clustersFixture = () => ({
   }]
 })
 
-/** A draft of the cluster tests, as sent (`content` as plain text, wrapped in `<p>`). */
+/** A draft of the cluster tests (`content` as plain text, wrapped in `<p>` when sent: `clusterRequest`). */
 export interface ClusterDraft {
   readonly boardId: string
   readonly title: string
   readonly content?: string
 }
+
+/** The drafts the cluster tests send. */
+export const clusterDrafts = {
+  dark: { boardId: "b_dark", title: "Dark theme with black colours" },
+  repeatTheirWords: { boardId: "b_repeat", title: "Recurring tasks", content: "Some of our tasks repeat every week." },
+  repeatOtherWords: { boardId: "b_repeat", title: "Repeat tasks automatically", content: "The same chores come back each week." },
+  unrelated: {
+    boardId: "b_mixed",
+    title: "Pay by direct debit",
+    content: "Our finance department cannot use credit cards for the yearly subscription."
+  }
+} as const satisfies Record<string, ClusterDraft>
+
+/** The body of `POST /suggestions` for a draft of the cluster tests. */
+export const clusterRequest = (draft: ClusterDraft) => ({
+  organizationId: clustersOrganization,
+  boardId: draft.boardId,
+  title: draft.title,
+  content: draft.content === undefined ? "" : `<p>${draft.content}</p>`
+})
 
 /**
  * What the cluster tests ask, and what a right answer is (issue 27): the
@@ -161,25 +181,18 @@ export const clusterRequirements: ReadonlyArray<{
   {
     // Four of the seven share only "dark" with the draft: the words find the others, the meaning all of them.
     name: "5 of the 7 posts close to a draft (words alone: the 3 that share its words, at least, and only dark posts)",
-    draft: { boardId: "b_dark", title: "Dark theme with black colours" },
+    draft: clusterDrafts.dark,
     right: (ids, meaning) =>
       (meaning ? ids.length === 5 : ids.length >= 3) && new Set(ids).size === ids.length && ids.every((id) => darkPosts.some((p) => p.id === id))
   },
-  ...[
-    { boardId: "b_repeat", title: "Recurring tasks", content: "Some of our tasks repeat every week." },
-    { boardId: "b_repeat", title: "Repeat tasks automatically", content: "The same chores come back each week." }
-  ].map((draft) => ({
+  ...[clusterDrafts.repeatTheirWords, clusterDrafts.repeatOtherWords].map((draft) => ({
     name: `all 3 duplicates of one another to "${draft.title}"`,
     draft,
     right: (ids: ReadonlyArray<string>) => [...ids].sort().join() === repeatPosts.map((p) => p.id).sort().join()
   })),
   {
     name: "[] on a board of 25 unrelated posts",
-    draft: {
-      boardId: "b_mixed",
-      title: "Pay by direct debit",
-      content: "Our finance department cannot use credit cards for the yearly subscription."
-    },
+    draft: clusterDrafts.unrelated,
     right: (ids) => ids.length === 0
   }
 ]
