@@ -3,7 +3,7 @@ import type { Messages } from "../messages.js"
 /** Hebrew. */
 const messages: Messages = {
   tabPost: "שליחת משוב",
-  tabUpdates: "מה חדש",
+  tabUpdates: "עדכונים",
   tabs: "משוב",
   formTitle: "ספרו לנו מה אתם צריכים",
   board: "לוח",
@@ -24,7 +24,7 @@ const messages: Messages = {
   fieldInvalid: "יש לבדוק את השדה הזה.",
   loading: "בטעינה…",
   nothingNew: "אין עדיין עדכונים.",
-  updatesFailed: "לא ניתן לטעון את יומן השינויים.",
+  updatesFailed: "לא ניתן לטעון את העדכונים.",
   unreachable: "לא ניתן להתחבר לשירות המשוב מהדף הזה.",
   busy: { one: "שירות המשוב עמוס כרגע. יש לנסות שוב בעוד שנייה.", two: "שירות המשוב עמוס כרגע. יש לנסות שוב בעוד שתי שניות.", other: "שירות המשוב עמוס כרגע. יש לנסות שוב בעוד {seconds} שניות." },
   unauthorized: "לא ניתן לאמת את ההתחברות שלך. יש לטעון מחדש את הדף ולנסות שוב.",
