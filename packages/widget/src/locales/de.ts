@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "Ihre Anmeldung konnte nicht überprüft werden. Laden Sie die Seite neu und versuchen Sie es erneut.",
   notFound: "Dieses Board gibt es nicht mehr. Laden Sie die Seite neu und wählen Sie ein anderes aus.",
   checkForm: "Bitte überprüfen Sie das Formular.",
-  failed: "Bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es erneut."
+  failed: "Bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es erneut.",
+  launcher: "Feedback",
+  charsLeft: { one: "Noch {count} Zeichen", other: "Noch {count} Zeichen" },
+  tooLong: { one: "Höchstens {count} Zeichen.", other: "Höchstens {count} Zeichen." },
+  unavailable: "Feedback ist auf dieser Seite nicht verfügbar.",
+  viewPost: "Ihren Beitrag ansehen"
 }
 export default messages

@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "No se pudo verificar tu inicio de sesión. Recarga la página y vuelve a intentarlo.",
   notFound: "Este tablero ya no existe. Recarga la página y elige otro.",
   checkForm: "Revisa el formulario.",
-  failed: "Algo salió mal por nuestra parte. Vuelve a intentarlo."
+  failed: "Algo salió mal por nuestra parte. Vuelve a intentarlo.",
+  launcher: "Comentarios",
+  charsLeft: { one: "Queda {count} carácter", many: "Quedan {count} de caracteres", other: "Quedan {count} caracteres" },
+  tooLong: { one: "Máximo {count} carácter.", many: "Máximo {count} de caracteres.", other: "Máximo {count} caracteres." },
+  unavailable: "Los comentarios no están disponibles en esta página.",
+  viewPost: "Ver tu publicación"
 }
 export default messages

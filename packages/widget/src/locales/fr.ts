@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "Impossible de vérifier votre connexion. Rechargez la page et réessayez.",
   notFound: "Ce tableau n’existe plus. Rechargez la page et choisissez-en un autre.",
   checkForm: "Veuillez vérifier le formulaire.",
-  failed: "Un problème est survenu de notre côté. Veuillez réessayer."
+  failed: "Un problème est survenu de notre côté. Veuillez réessayer.",
+  launcher: "Votre avis",
+  charsLeft: { one: "{count} caractère restant", many: "{count} de caractères restants", other: "{count} caractères restants" },
+  tooLong: { one: "{count} caractère maximum.", many: "{count} de caractères maximum.", other: "{count} caractères maximum." },
+  unavailable: "Il n’est pas possible de donner votre avis sur cette page.",
+  viewPost: "Voir votre publication"
 }
 export default messages

@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "לא ניתן לאמת את ההתחברות שלך. יש לטעון מחדש את הדף ולנסות שוב.",
   notFound: "הלוח הזה כבר לא קיים. יש לטעון מחדש את הדף ולבחור לוח אחר.",
   checkForm: "יש לבדוק את הטופס.",
-  failed: "משהו השתבש אצלנו. יש לנסות שוב."
+  failed: "משהו השתבש אצלנו. יש לנסות שוב.",
+  launcher: "משוב",
+  charsLeft: { one: "נותר תו אחד", two: "נותרו שני תווים", other: "נותרו {count} תווים" },
+  tooLong: { one: "עד תו אחד.", two: "עד שני תווים.", other: "עד {count} תווים." },
+  unavailable: "המשוב אינו זמין בדף הזה.",
+  viewPost: "לצפייה בפוסט שלך"
 }
 export default messages

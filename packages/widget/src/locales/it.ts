@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "Impossibile verificare il tuo accesso. Ricarica la pagina e riprova.",
   notFound: "Questa bacheca non esiste più. Ricarica la pagina e scegline un’altra.",
   checkForm: "Controlla il modulo.",
-  failed: "Si è verificato un problema da parte nostra. Riprova."
+  failed: "Si è verificato un problema da parte nostra. Riprova.",
+  launcher: "Feedback",
+  charsLeft: { one: "{count} carattere rimanente", many: "{count} di caratteri rimanenti", other: "{count} caratteri rimanenti" },
+  tooLong: { one: "Massimo {count} carattere.", many: "Massimo {count} di caratteri.", other: "Massimo {count} caratteri." },
+  unavailable: "Il feedback non è disponibile in questa pagina.",
+  viewPost: "Visualizza il tuo post"
 }
 export default messages

@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "ログイン情報を確認できませんでした。ページを再読み込みして、もう一度お試しください。",
   notFound: "このボードはもう存在しません。ページを再読み込みして、別のボードを選択してください。",
   checkForm: "入力内容を確認してください。",
-  failed: "サーバーで問題が発生しました。もう一度お試しください。"
+  failed: "サーバーで問題が発生しました。もう一度お試しください。",
+  launcher: "フィードバック",
+  charsLeft: { other: "残り{count}文字" },
+  tooLong: { other: "{count}文字以内で入力してください。" },
+  unavailable: "このページではフィードバックをご利用いただけません。",
+  viewPost: "投稿を見る"
 }
 export default messages

@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "Je aanmelding kon niet worden geverifieerd. Laad de pagina opnieuw en probeer het nog eens.",
   notFound: "Dit bord bestaat niet meer. Laad de pagina opnieuw en kies een ander bord.",
   checkForm: "Controleer het formulier.",
-  failed: "Er ging bij ons iets mis. Probeer het opnieuw."
+  failed: "Er ging bij ons iets mis. Probeer het opnieuw.",
+  launcher: "Feedback",
+  charsLeft: { one: "Nog {count} teken", other: "Nog {count} tekens" },
+  tooLong: { one: "Maximaal {count} teken.", other: "Maximaal {count} tekens." },
+  unavailable: "Feedback is niet beschikbaar op deze pagina.",
+  viewPost: "Bekijk je bericht"
 }
 export default messages

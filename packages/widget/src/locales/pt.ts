@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "Não foi possível verificar seu login. Recarregue a página e tente novamente.",
   notFound: "Este quadro não existe mais. Recarregue a página e escolha outro.",
   checkForm: "Verifique o formulário.",
-  failed: "Algo deu errado do nosso lado. Tente novamente."
+  failed: "Algo deu errado do nosso lado. Tente novamente.",
+  launcher: "Feedback",
+  charsLeft: { one: "{count} caractere restante", many: "{count} de caracteres restantes", other: "{count} caracteres restantes" },
+  tooLong: { one: "No máximo {count} caractere.", many: "No máximo {count} de caracteres.", other: "No máximo {count} caracteres." },
+  unavailable: "O feedback não está disponível nesta página.",
+  viewPost: "Ver sua publicação"
 }
 export default messages

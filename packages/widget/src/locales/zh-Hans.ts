@@ -30,6 +30,11 @@ const messages: Messages = {
   unauthorized: "无法验证您的登录信息。请刷新页面后重试。",
   notFound: "此版块已不存在。请刷新页面并选择其他版块。",
   checkForm: "请检查表单内容。",
-  failed: "我们这边出了点问题，请重试。"
+  failed: "我们这边出了点问题，请重试。",
+  launcher: "反馈",
+  charsLeft: { other: "还可输入 {count} 个字符" },
+  tooLong: { other: "最多 {count} 个字符。" },
+  unavailable: "此页面不提供反馈功能。",
+  viewPost: "查看您的反馈"
 }
 export default messages
