@@ -142,7 +142,7 @@ describe("the visitor's language", () => {
 
   it("is English, with no language file fetched, for a language not shipped, and Traditional Chinese is not given Simplified", async () => {
     await newPage({ locale: "zh-TW" })
-    await open({ lang: "pl" })
+    await open({ lang: "sv" })
     expect(await tabNames()).toEqual([en.tabPost, en.tabUpdates])
     expect(await widget().getAttribute("lang")).toBe("en")
     expect(localeFiles()).toEqual([])
@@ -218,17 +218,17 @@ describe("the visitor's language", () => {
     await draft("Dark theme please")
     expect(await widget().locator(".similar h3").textContent()).toBe("Schon gefragt:")
 
-    await open({ lang: "en", init: `{ locale: "pl", messages: { tabPost: "Przekaż opinię", fieldInvalid: "Sprawdź to pole.", similar: { one: "{count} podobny", few: "{count} podobne", many: "{count} podobnych", other: "{count} podobnego" } } }` })
-    expect(await widget().getAttribute("lang")).toBe("pl")
+    await open({ lang: "en", init: `{ locale: "uk", messages: { tabPost: "Залишити відгук", fieldInvalid: "Перевірте це поле.", similar: { one: "{count} схожий", few: "{count} схожі", many: "{count} схожих", other: "{count} схожого" } } }` })
+    expect(await widget().getAttribute("lang")).toBe("uk")
     expect(localeFiles()).toEqual([])
-    expect(await tabNames()).toEqual(["Przekaż opinię", en.tabUpdates])
+    expect(await tabNames()).toEqual(["Залишити відгук", en.tabUpdates])
     await draft("Dark theme please")
     const count = (await suggestionsFor("Dark theme please")).length
-    expect(await widget().locator(".similar h3").textContent()).toBe(`${count} podobne`)
-    // The server's English field message is not shown in a Polish widget: the host's own is.
+    expect(await widget().locator(".similar h3").textContent()).toBe(`${count} схожі`)
+    // The server's English field message is not shown in a Ukrainian widget: the host's own is.
     await widget().locator("input[name=title]").fill("\u200b\u200b\u200b")
     await widget().locator("button[type=submit]").click()
-    await expect.poll(() => widget().locator("[id$=-title-error]").textContent()).toBe("Sprawdź to pole.")
+    await expect.poll(() => widget().locator("[id$=-title-error]").textContent()).toBe("Перевірте це поле.")
 
     // A plural with a form that is not a string is not a message.
     await open({ lang: "de", init: `{ messages: { similar: { one: 1, other: "x" } } }` })
@@ -552,10 +552,10 @@ describe("GET /widget/locales/TAG.js and /widget/accent.js", () => {
 })
 
 describe("choosing and formatting messages (i18n.ts)", () => {
-  it("matches shipped languages by language, and Chinese by script", () => {
+  it("matches shipped languages by language, Chinese by script and Portuguese by region", () => {
     const of = (tag: string) => catalogOf(new Intl.Locale(tag))
-    expect(["de-CH", "pt-BR", "pt-PT", "en-GB", "ar-EG", "he-IL", "iw", "zh", "zh-CN", "zh-Hans-HK", "zh-TW", "zh-HK", "zh-Hant", "pl", "nb"].map(of))
-      .toEqual(["de", "pt", "pt", "en", "ar", "he", "he", "zh-Hans", "zh-Hans", "zh-Hans", undefined, undefined, undefined, undefined, undefined])
+    expect(["de-CH", "pt-BR", "pt-PT", "en-GB", "ar-EG", "he-IL", "iw", "zh", "zh-CN", "zh-Hans-HK", "zh-TW", "zh-HK", "zh-Hant", "uk", "nb"].map(of))
+      .toEqual(["de", "pt", "pt-PT", "en", "ar", "he", "he", "zh-Hans", "zh-Hans", "zh-Hans", undefined, undefined, undefined, undefined, undefined])
   })
 
   it("picks each plural form the locale's rules name, and formats the number in it", () => {

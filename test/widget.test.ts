@@ -388,7 +388,7 @@ describe("GET /widget/widget.js", () => {
       ["thin client (@hearken/api/thin)", 3 * 1024, true],
       ["widget, first download (widget.js: CSS, English)", 8 * 1024, true],
       ["widget accent, when given (accent.js)", 1024, true],
-      ...["ar", "de", "es", "fr", "he", "it", "ja", "nl", "pt", "zh-Hans"].map((tag) =>
+      ...["ar", "de", "es", "fr", "he", "it", "ja", "ko", "nl", "pl", "pt-PT", "pt", "ru", "tr", "zh-Hans"].map((tag) =>
         [`widget language, when used (locales/${tag}.js)`, 1.5 * 1024, true])
     ])
   })

@@ -6,7 +6,7 @@ import { en, type Messages, type Plural } from "./messages.js"
 import { importSibling } from "./sibling.js"
 
 /** The translations shipped besides English, each built to `locales/TAG.js` next to `widget.js`. */
-export const shipped = ["de", "fr", "es", "pt", "it", "nl", "ja", "zh-Hans", "ar", "he"] as const
+export const shipped = ["de", "fr", "es", "pt", "pt-PT", "it", "nl", "pl", "ru", "tr", "ja", "ko", "zh-Hans", "ar", "he"] as const
 export type Shipped = typeof shipped[number] | "en"
 
 /** Any message replaced by the host, in any language; a plural message may be a plain string. */
@@ -23,10 +23,16 @@ const localeOf = (tag: string | undefined): Intl.Locale | undefined => {
   }
 }
 
-/** The shipped messages for a locale: by language, and for Chinese by script (Simplified only). */
+/**
+ * The shipped messages for a locale: by language; for Chinese by script
+ * (Simplified only); for Portuguese by region: Portugal's where CLDR's
+ * `pt_PT` is the parent locale (Portugal, Lusophone Africa, East Timor,
+ * Macau, Switzerland, Luxembourg), else Brazil's, as for no region.
+ */
 export const catalogOf = (locale: Intl.Locale): Shipped | undefined => {
   const language = locale.language
   if (language === "zh") return locale.maximize().script === "Hans" ? "zh-Hans" : undefined
+  if (language === "pt") return /^(PT|AO|CH|CV|GQ|GW|LU|MO|MZ|ST|TL)$/.test(locale.region ?? "") ? "pt-PT" : "pt"
   return language === "en" || (shipped as ReadonlyArray<string>).includes(language) ? language as Shipped : undefined
 }
 

@@ -7,6 +7,8 @@
  * A message is a string, or for a number a set of plural forms chosen by
  * `Intl.PluralRules` (`other` is required, as the fallback). `{name}` is
  * replaced by a value: `{count}`, `{seconds}` and `{title}`, where noted.
+ * A plural message has exactly the categories `Intl.PluralRules` names for
+ * its language (`test/widget-messages.test.ts`).
  */
 export type Plural = { readonly other: string } & { readonly [Category in Intl.LDMLPluralRule]?: string }
 
@@ -49,6 +51,16 @@ export interface Messages {
   readonly notFound: string
   readonly checkForm: string
   readonly failed: string
+  /** The floating button of `mode: "launcher"`, which opens the widget. */
+  readonly launcher: string
+  /** Under a field near its limit; `{count}`: how many characters may still be typed. */
+  readonly charsLeft: Plural
+  /** Under a field over its limit; `{count}`: the limit. */
+  readonly tooLong: Plural
+  /** The page's origin may not call the feedback service: for the visitor, who can do nothing about it. */
+  readonly unavailable: string
+  /** The link to the new post in the success message (with `postUrl`). */
+  readonly viewPost: string
 }
 
 export const en: Messages = {
@@ -74,11 +86,16 @@ export const en: Messages = {
   fieldInvalid: "Please check this field.",
   loading: "Loading…",
   nothingNew: "Nothing new yet.",
-  updatesFailed: "The changelog could not be loaded.",
+  updatesFailed: "Couldn't load what's new.",
   unreachable: "Can't reach the feedback service from this page.",
   busy: { one: "The feedback service is busy. Please try again in {seconds} second.", other: "The feedback service is busy. Please try again in {seconds} seconds." },
   unauthorized: "Your sign-in could not be verified. Reload the page and try again.",
   notFound: "This board no longer exists. Reload the page and pick another.",
   checkForm: "Please check the form.",
-  failed: "Something went wrong on our side. Please try again."
+  failed: "Something went wrong on our side. Please try again.",
+  launcher: "Feedback",
+  charsLeft: { one: "{count} character left", other: "{count} characters left" },
+  tooLong: { one: "At most {count} character.", other: "At most {count} characters." },
+  unavailable: "Feedback isn't available on this page.",
+  viewPost: "View your post"
 }

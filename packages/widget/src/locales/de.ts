@@ -16,7 +16,7 @@ const messages: Messages = {
   submit: "Feedback senden",
   sending: "Wird gesendet…",
   similar: { one: "Es gibt bereits einen ähnlichen Beitrag", other: "Es gibt bereits {count} ähnliche Beiträge" },
-  newTab: "(öffnet in neuem Tab)",
+  newTab: "(öffnet sich in einem neuen Tab)",
   thanks: "Vielen Dank! Ihr Feedback „{title}“ wurde veröffentlicht.",
   sendMore: "Weiteres Feedback senden",
   pickBoard: "Wählen Sie ein Board aus.",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "Bitte überprüfen Sie dieses Feld.",
   loading: "Wird geladen…",
   nothingNew: "Noch keine Neuigkeiten.",
-  updatesFailed: "Das Änderungsprotokoll konnte nicht geladen werden.",
+  updatesFailed: "Die Neuigkeiten konnten nicht geladen werden.",
   unreachable: "Der Feedback-Dienst ist von dieser Seite aus nicht erreichbar.",
   busy: { one: "Der Feedback-Dienst ist gerade ausgelastet. Bitte versuchen Sie es in {seconds} Sekunde erneut.", other: "Der Feedback-Dienst ist gerade ausgelastet. Bitte versuchen Sie es in {seconds} Sekunden erneut." },
   unauthorized: "Ihre Anmeldung konnte nicht überprüft werden. Laden Sie die Seite neu und versuchen Sie es erneut.",
   notFound: "Dieses Board gibt es nicht mehr. Laden Sie die Seite neu und wählen Sie ein anderes aus.",
   checkForm: "Bitte überprüfen Sie das Formular.",
-  failed: "Bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es erneut."
+  failed: "Bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es erneut.",
+  launcher: "Feedback",
+  charsLeft: { one: "Noch {count} Zeichen", other: "Noch {count} Zeichen" },
+  tooLong: { one: "Höchstens {count} Zeichen.", other: "Höchstens {count} Zeichen." },
+  unavailable: "Feedback ist auf dieser Seite nicht verfügbar.",
+  viewPost: "Ihren Beitrag ansehen"
 }
 export default messages

@@ -15,7 +15,7 @@ const messages: Messages = {
   details: "Detalles (opcional)",
   submit: "Enviar comentarios",
   sending: "Enviando…",
-  similar: { one: "Ya existe una publicación similar", many: "Ya existen {count} publicaciones similares", other: "Ya existen {count} publicaciones similares" },
+  similar: { one: "Ya existe una publicación similar", many: "Ya existen {count} de publicaciones similares", other: "Ya existen {count} publicaciones similares" },
   newTab: "(se abre en una pestaña nueva)",
   thanks: "¡Gracias! Tu comentario «{title}» se ha publicado.",
   sendMore: "Enviar más comentarios",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "Revisa este campo.",
   loading: "Cargando…",
   nothingNew: "Aún no hay novedades.",
-  updatesFailed: "No se pudo cargar el registro de cambios.",
+  updatesFailed: "No se pudieron cargar las novedades.",
   unreachable: "No se puede conectar con el servicio de comentarios desde esta página.",
-  busy: { one: "El servicio de comentarios está saturado. Vuelve a intentarlo en {seconds} segundo.", many: "El servicio de comentarios está saturado. Vuelve a intentarlo en {seconds} segundos.", other: "El servicio de comentarios está saturado. Vuelve a intentarlo en {seconds} segundos." },
+  busy: { one: "El servicio de comentarios está saturado. Vuelve a intentarlo en {seconds} segundo.", many: "El servicio de comentarios está saturado. Vuelve a intentarlo en {seconds} de segundos.", other: "El servicio de comentarios está saturado. Vuelve a intentarlo en {seconds} segundos." },
   unauthorized: "No se pudo verificar tu inicio de sesión. Recarga la página y vuelve a intentarlo.",
   notFound: "Este tablero ya no existe. Recarga la página y elige otro.",
   checkForm: "Revisa el formulario.",
-  failed: "Algo salió mal por nuestra parte. Vuelve a intentarlo."
+  failed: "Algo salió mal por nuestra parte. Vuelve a intentarlo.",
+  launcher: "Comentarios",
+  charsLeft: { one: "Queda {count} carácter", many: "Quedan {count} de caracteres", other: "Quedan {count} caracteres" },
+  tooLong: { one: "Máximo {count} carácter.", many: "Máximo {count} de caracteres.", other: "Máximo {count} caracteres." },
+  unavailable: "Los comentarios no están disponibles en esta página.",
+  viewPost: "Ver tu publicación"
 }
 export default messages

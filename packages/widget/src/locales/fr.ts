@@ -2,7 +2,7 @@ import type { Messages } from "../messages.js"
 
 /** French. */
 const messages: Messages = {
-  tabPost: "Donner votre avis",
+  tabPost: "Donnez votre avis",
   tabUpdates: "Nouveautés",
   tabs: "Avis",
   formTitle: "Dites-nous ce dont vous avez besoin",
@@ -15,7 +15,7 @@ const messages: Messages = {
   details: "Détails (facultatif)",
   submit: "Envoyer votre avis",
   sending: "Envoi en cours…",
-  similar: { one: "{count} publication similaire existe déjà", many: "{count} publications similaires existent déjà", other: "{count} publications similaires existent déjà" },
+  similar: { one: "Une publication similaire existe déjà", many: "{count} de publications similaires existent déjà", other: "{count} publications similaires existent déjà" },
   newTab: "(s’ouvre dans un nouvel onglet)",
   thanks: "Merci ! Votre avis « {title} » a été publié.",
   sendMore: "Envoyer un autre avis",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "Veuillez vérifier ce champ.",
   loading: "Chargement…",
   nothingNew: "Rien de nouveau pour l’instant.",
-  updatesFailed: "Impossible de charger le journal des modifications.",
-  unreachable: "Impossible de joindre le service d’avis depuis cette page.",
-  busy: { one: "Le service d’avis est très sollicité. Veuillez réessayer dans {seconds} seconde.", many: "Le service d’avis est très sollicité. Veuillez réessayer dans {seconds} secondes.", other: "Le service d’avis est très sollicité. Veuillez réessayer dans {seconds} secondes." },
+  updatesFailed: "Impossible de charger les nouveautés.",
+  unreachable: "Impossible de joindre le service de retours depuis cette page.",
+  busy: { one: "Le service de retours est très sollicité. Veuillez réessayer dans {seconds} seconde.", many: "Le service de retours est très sollicité. Veuillez réessayer dans {seconds} de secondes.", other: "Le service de retours est très sollicité. Veuillez réessayer dans {seconds} secondes." },
   unauthorized: "Impossible de vérifier votre connexion. Rechargez la page et réessayez.",
   notFound: "Ce tableau n’existe plus. Rechargez la page et choisissez-en un autre.",
   checkForm: "Veuillez vérifier le formulaire.",
-  failed: "Un problème est survenu de notre côté. Veuillez réessayer."
+  failed: "Un problème est survenu de notre côté. Veuillez réessayer.",
+  launcher: "Votre avis",
+  charsLeft: { one: "{count} caractère restant", many: "{count} de caractères restants", other: "{count} caractères restants" },
+  tooLong: { one: "{count} caractère maximum.", many: "{count} de caractères maximum.", other: "{count} caractères maximum." },
+  unavailable: "Il n’est pas possible de donner votre avis sur cette page.",
+  viewPost: "Voir votre publication"
 }
 export default messages

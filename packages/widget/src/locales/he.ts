@@ -3,7 +3,7 @@ import type { Messages } from "../messages.js"
 /** Hebrew. */
 const messages: Messages = {
   tabPost: "שליחת משוב",
-  tabUpdates: "מה חדש",
+  tabUpdates: "עדכונים",
   tabs: "משוב",
   formTitle: "ספרו לנו מה אתם צריכים",
   board: "לוח",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "יש לבדוק את השדה הזה.",
   loading: "בטעינה…",
   nothingNew: "אין עדיין עדכונים.",
-  updatesFailed: "לא ניתן לטעון את יומן השינויים.",
+  updatesFailed: "לא ניתן לטעון את העדכונים.",
   unreachable: "לא ניתן להתחבר לשירות המשוב מהדף הזה.",
   busy: { one: "שירות המשוב עמוס כרגע. יש לנסות שוב בעוד שנייה.", two: "שירות המשוב עמוס כרגע. יש לנסות שוב בעוד שתי שניות.", other: "שירות המשוב עמוס כרגע. יש לנסות שוב בעוד {seconds} שניות." },
   unauthorized: "לא ניתן לאמת את ההתחברות שלך. יש לטעון מחדש את הדף ולנסות שוב.",
   notFound: "הלוח הזה כבר לא קיים. יש לטעון מחדש את הדף ולבחור לוח אחר.",
   checkForm: "יש לבדוק את הטופס.",
-  failed: "משהו השתבש אצלנו. יש לנסות שוב."
+  failed: "משהו השתבש אצלנו. יש לנסות שוב.",
+  launcher: "משוב",
+  charsLeft: { one: "נותר תו אחד", two: "נותרו שני תווים", other: "נותרו {count} תווים" },
+  tooLong: { one: "עד תו אחד.", two: "עד שני תווים.", other: "עד {count} תווים." },
+  unavailable: "המשוב אינו זמין בדף הזה.",
+  viewPost: "לצפייה בפוסט שלך"
 }
 export default messages

@@ -15,7 +15,7 @@ const messages: Messages = {
   details: "Dettagli (facoltativo)",
   submit: "Invia feedback",
   sending: "Invio in corso…",
-  similar: { one: "Esiste già un post simile", many: "Esistono già {count} post simili", other: "Esistono già {count} post simili" },
+  similar: { one: "Esiste già un post simile", many: "Esistono già {count} di post simili", other: "Esistono già {count} post simili" },
   newTab: "(si apre in una nuova scheda)",
   thanks: "Grazie! Il tuo feedback «{title}» è stato pubblicato.",
   sendMore: "Invia un altro feedback",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "Controlla questo campo.",
   loading: "Caricamento…",
   nothingNew: "Ancora nessuna novità.",
-  updatesFailed: "Impossibile caricare il registro delle modifiche.",
+  updatesFailed: "Impossibile caricare le novità.",
   unreachable: "Impossibile raggiungere il servizio di feedback da questa pagina.",
-  busy: { one: "Il servizio di feedback è sovraccarico. Riprova tra {seconds} secondo.", many: "Il servizio di feedback è sovraccarico. Riprova tra {seconds} secondi.", other: "Il servizio di feedback è sovraccarico. Riprova tra {seconds} secondi." },
+  busy: { one: "Il servizio di feedback è sovraccarico. Riprova tra {seconds} secondo.", many: "Il servizio di feedback è sovraccarico. Riprova tra {seconds} di secondi.", other: "Il servizio di feedback è sovraccarico. Riprova tra {seconds} secondi." },
   unauthorized: "Impossibile verificare il tuo accesso. Ricarica la pagina e riprova.",
   notFound: "Questa bacheca non esiste più. Ricarica la pagina e scegline un’altra.",
   checkForm: "Controlla il modulo.",
-  failed: "Si è verificato un problema da parte nostra. Riprova."
+  failed: "Si è verificato un problema da parte nostra. Riprova.",
+  launcher: "Feedback",
+  charsLeft: { one: "{count} carattere rimanente", many: "{count} di caratteri rimanenti", other: "{count} caratteri rimanenti" },
+  tooLong: { one: "Massimo {count} carattere.", many: "Massimo {count} di caratteri.", other: "Massimo {count} caratteri." },
+  unavailable: "Il feedback non è disponibile in questa pagina.",
+  viewPost: "Visualizza il tuo post"
 }
 export default messages

@@ -2,7 +2,7 @@ import type { Messages } from "../messages.js"
 
 /** Japanese. */
 const messages: Messages = {
-  tabPost: "フィードバックを送る",
+  tabPost: "フィードバック",
   tabUpdates: "最新情報",
   tabs: "フィードバック",
   formTitle: "ご要望をお聞かせください",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "この項目を確認してください。",
   loading: "読み込み中…",
   nothingNew: "新しい情報はまだありません。",
-  updatesFailed: "更新履歴を読み込めませんでした。",
+  updatesFailed: "最新情報を読み込めませんでした。",
   unreachable: "このページからフィードバックサービスに接続できません。",
   busy: { other: "フィードバックサービスが混み合っています。{seconds}秒後にもう一度お試しください。" },
   unauthorized: "ログイン情報を確認できませんでした。ページを再読み込みして、もう一度お試しください。",
   notFound: "このボードはもう存在しません。ページを再読み込みして、別のボードを選択してください。",
   checkForm: "入力内容を確認してください。",
-  failed: "サーバーで問題が発生しました。もう一度お試しください。"
+  failed: "サーバーで問題が発生しました。もう一度お試しください。",
+  launcher: "フィードバック",
+  charsLeft: { other: "残り{count}文字" },
+  tooLong: { other: "{count}文字以内で入力してください。" },
+  unavailable: "このページではフィードバックをご利用いただけません。",
+  viewPost: "投稿を見る"
 }
 export default messages

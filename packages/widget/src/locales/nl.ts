@@ -3,11 +3,11 @@ import type { Messages } from "../messages.js"
 /** Dutch. */
 const messages: Messages = {
   tabPost: "Feedback geven",
-  tabUpdates: "Nieuw",
+  tabUpdates: "Wat is er nieuw",
   tabs: "Feedback",
   formTitle: "Vertel ons wat je nodig hebt",
   board: "Bord",
-  loadingBoards: "Borden laden…",
+  loadingBoards: "Borden worden geladen…",
   noBoards: "Er is nog geen openbaar bord.",
   boardsFailed: "De borden konden niet worden geladen.",
   retry: "Opnieuw proberen",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "Controleer dit veld.",
   loading: "Laden…",
   nothingNew: "Nog niets nieuws.",
-  updatesFailed: "Het wijzigingslogboek kon niet worden geladen.",
+  updatesFailed: "Wat er nieuw is, kon niet worden geladen.",
   unreachable: "De feedbackservice is vanaf deze pagina niet bereikbaar.",
   busy: { one: "De feedbackservice is momenteel erg druk. Probeer het over {seconds} seconde opnieuw.", other: "De feedbackservice is momenteel erg druk. Probeer het over {seconds} seconden opnieuw." },
   unauthorized: "Je aanmelding kon niet worden geverifieerd. Laad de pagina opnieuw en probeer het nog eens.",
   notFound: "Dit bord bestaat niet meer. Laad de pagina opnieuw en kies een ander bord.",
   checkForm: "Controleer het formulier.",
-  failed: "Er ging bij ons iets mis. Probeer het opnieuw."
+  failed: "Er ging bij ons iets mis. Probeer het opnieuw.",
+  launcher: "Feedback",
+  charsLeft: { one: "Nog {count} teken", other: "Nog {count} tekens" },
+  tooLong: { one: "Maximaal {count} teken.", other: "Maximaal {count} tekens." },
+  unavailable: "Feedback is niet beschikbaar op deze pagina.",
+  viewPost: "Bekijk je bericht"
 }
 export default messages

@@ -1,6 +1,6 @@
 import type { Messages } from "../messages.js"
 
-/** Portuguese (Brazil). */
+/** Portuguese as written in Brazil, for `pt` and any region but Portugal's (pt-PT.ts). */
 const messages: Messages = {
   tabPost: "Dar feedback",
   tabUpdates: "Novidades",
@@ -15,7 +15,7 @@ const messages: Messages = {
   details: "Detalhes (opcional)",
   submit: "Enviar feedback",
   sending: "Enviando…",
-  similar: { one: "Já existe {count} publicação semelhante", many: "Já existem {count} publicações semelhantes", other: "Já existem {count} publicações semelhantes" },
+  similar: { one: "Já existe uma publicação semelhante", many: "Já existem {count} de publicações semelhantes", other: "Já existem {count} publicações semelhantes" },
   newTab: "(abre em uma nova aba)",
   thanks: "Obrigado! Seu feedback “{title}” foi publicado.",
   sendMore: "Enviar mais feedback",
@@ -24,12 +24,17 @@ const messages: Messages = {
   fieldInvalid: "Verifique este campo.",
   loading: "Carregando…",
   nothingNew: "Nenhuma novidade por enquanto.",
-  updatesFailed: "Não foi possível carregar o histórico de alterações.",
+  updatesFailed: "Não foi possível carregar as novidades.",
   unreachable: "Não é possível acessar o serviço de feedback a partir desta página.",
-  busy: { one: "O serviço de feedback está sobrecarregado. Tente novamente em {seconds} segundo.", many: "O serviço de feedback está sobrecarregado. Tente novamente em {seconds} segundos.", other: "O serviço de feedback está sobrecarregado. Tente novamente em {seconds} segundos." },
+  busy: { one: "O serviço de feedback está sobrecarregado. Tente novamente em {seconds} segundo.", many: "O serviço de feedback está sobrecarregado. Tente novamente em {seconds} de segundos.", other: "O serviço de feedback está sobrecarregado. Tente novamente em {seconds} segundos." },
   unauthorized: "Não foi possível verificar seu login. Recarregue a página e tente novamente.",
   notFound: "Este quadro não existe mais. Recarregue a página e escolha outro.",
   checkForm: "Verifique o formulário.",
-  failed: "Algo deu errado do nosso lado. Tente novamente."
+  failed: "Algo deu errado do nosso lado. Tente novamente.",
+  launcher: "Feedback",
+  charsLeft: { one: "{count} caractere restante", many: "{count} de caracteres restantes", other: "{count} caracteres restantes" },
+  tooLong: { one: "No máximo {count} caractere.", many: "No máximo {count} de caracteres.", other: "No máximo {count} caracteres." },
+  unavailable: "O feedback não está disponível nesta página.",
+  viewPost: "Ver sua publicação"
 }
 export default messages

@@ -1,0 +1,40 @@
+import type { Messages } from "../messages.js"
+
+/** Korean. */
+const messages: Messages = {
+  tabPost: "의견 남기기",
+  tabUpdates: "새 소식",
+  tabs: "피드백",
+  formTitle: "필요한 점을 알려 주세요",
+  board: "보드",
+  loadingBoards: "보드를 불러오는 중…",
+  noBoards: "아직 공개된 보드가 없습니다.",
+  boardsFailed: "보드를 불러오지 못했습니다.",
+  retry: "다시 시도",
+  title: "제목",
+  details: "상세 내용(선택)",
+  submit: "의견 보내기",
+  sending: "보내는 중…",
+  similar: { other: "비슷한 게시물이 이미 {count}개 있습니다" },
+  newTab: "(새 탭에서 열림)",
+  thanks: "감사합니다! “{title}” 의견이 게시되었습니다.",
+  sendMore: "의견 더 보내기",
+  pickBoard: "보드를 선택해 주세요.",
+  titleRequired: "의견의 제목을 입력해 주세요.",
+  fieldInvalid: "이 항목을 확인해 주세요.",
+  loading: "불러오는 중…",
+  nothingNew: "아직 새 소식이 없습니다.",
+  updatesFailed: "새 소식을 불러오지 못했습니다.",
+  unreachable: "이 페이지에서 피드백 서비스에 연결할 수 없습니다.",
+  busy: { other: "피드백 서비스가 혼잡합니다. {seconds}초 후에 다시 시도해 주세요." },
+  unauthorized: "로그인 정보를 확인하지 못했습니다. 페이지를 새로고침한 후 다시 시도해 주세요.",
+  notFound: "이 보드는 더 이상 존재하지 않습니다. 페이지를 새로고침한 후 다른 보드를 선택해 주세요.",
+  checkForm: "입력한 내용을 확인해 주세요.",
+  failed: "일시적인 문제가 발생했습니다. 다시 시도해 주세요.",
+  launcher: "피드백",
+  charsLeft: { other: "{count}자 남음" },
+  tooLong: { other: "최대 {count}자까지 입력할 수 있습니다." },
+  unavailable: "이 페이지에서는 피드백을 이용할 수 없습니다.",
+  viewPost: "게시물 보기"
+}
+export default messages
