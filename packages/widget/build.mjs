@@ -1,14 +1,19 @@
 /**
- * Bundles the widget into one minified ES module, `dist/widget.js`, with its
- * CSS and its English messages inlined; each other language into its own
- * module, `dist/locales/TAG.js`, and the accent's contrast code into
- * `dist/accent.js`, which the widget imports only when they are used; and
- * copies the demo page to `dist/index.html`.
+ * Bundles the widget into minified ES modules with its CSS and its English
+ * messages inlined: `dist/widget.js`, the widget in the host page, and
+ * `dist/frame.js`, the same widget in the frame page (`dist/frame.html`,
+ * served as `/widget/frame`); each other language into its own module,
+ * `dist/locales/TAG.js`, and the accent's contrast code into
+ * `dist/accent.js`, which either imports only when they are used. The embed
+ * script, `dist/embed.js`, is a classic script (IIFE) that any page can
+ * load. Writes each stylesheet alone to `dist/styles/` (the server puts
+ * their hashes in the frame's Content-Security-Policy), and copies the demo page to
+ * `dist/index.html`.
  * `npm run build` runs it after `tsc -b` (which builds `@hearken/api/thin`,
  * the one dependency). `node packages/widget/build.mjs` or `build()`.
  */
 import { build as esbuild, transform } from "esbuild"
-import { copyFile, mkdir, readdir, readFile, rm } from "node:fs/promises"
+import { copyFile, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises"
 import { fileURLToPath } from "node:url"
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url))
@@ -31,6 +36,10 @@ export const build = async () => {
   const result = await esbuild({
     entryPoints: {
       widget: here("./src/index.ts"),
+      frame: here("./src/frame.ts"),
+      launcher: here("./src/launcher.ts"),
+      updates: here("./src/updates.ts"),
+      suggestions: here("./src/suggestions.ts"),
       accent: here("./src/accent.ts"),
       ...Object.fromEntries(locales.map((file) => [`locales/${file.slice(0, -3)}`, here(`./src/locales/${file}`)]))
     },
@@ -47,8 +56,28 @@ export const build = async () => {
     metafile: true,
     logLevel: "warning"
   })
+  const embed = await esbuild({
+    entryPoints: [here("./src/embed.ts")],
+    outfile: here("./dist/embed.js"),
+    bundle: true,
+    format: "iife",
+    platform: "browser",
+    target: ["es2022", "chrome111", "firefox113", "safari16.4"],
+    minify: true,
+    legalComments: "none",
+    charset: "utf8",
+    logLevel: "warning"
+  })
+  // Each stylesheet as the bundles inline it, for the hashes in the frame's Content-Security-Policy.
+  await rm(here("./dist/styles"), { recursive: true, force: true })
+  await mkdir(here("./dist/styles"), { recursive: true })
+  for (const name of ["styles", "updates"]) {
+    const { code } = await transform(await readFile(here(`./src/${name}.css`), "utf8"), { loader: "css", minify: true })
+    await writeFile(here(`./dist/styles/${name}.css`), code.trim())
+  }
+  await copyFile(here("./frame.html"), here("./dist/frame.html"))
   await copyFile(here("./demo.html"), here("./dist/index.html"))
-  return result
+  return { ...result, embed }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await build()

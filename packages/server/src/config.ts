@@ -105,6 +105,20 @@ const KeyValues = Schema.String.pipe(Schema.decodeTo(
   })
 ))
 
+/**
+ * CSP `frame-ancestors` sources, separated by spaces: `*`, `'self'`, `'none'`
+ * (alone), a scheme (`https:`) or a host (`https://*.example.com`,
+ * `shop.example:8443`). A comma or a semicolon is refused: a list written as
+ * `a.com,b.com` would silently be one source, or start a second directive.
+ */
+const frameSource = /^(\*|'self'|[a-z][a-z0-9+.-]*:|([a-z][a-z0-9+.-]*:\/\/)?(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*(:(\d{1,5}|\*))?)$/i
+const FrameAncestors = Schema.String.check(Schema.makeFilter((value) => {
+  const sources = value.trim().split(/\s+/)
+  return sources.join(" ") === "'none'" || sources.every((source) => frameSource.test(source))
+}, { message: "CSP frame-ancestors sources separated by spaces, e.g. * or https://shop.example https://*.shop.example, or 'none'" })).pipe(
+  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (value) => value.trim().split(/\s+/).join(" "), encode: (value) => value }))
+)
+
 const uriDecoded = (text: string) => {
   try {
     return decodeURIComponent(text)
@@ -248,6 +262,8 @@ const serverConfig = Config.all({
     Config.map(Option.map((url) => url.origin))
   ),
   rootDomain: Config.option(Config.schema(DomainName, "ROOT_DOMAIN")),
+  /** Who may frame the widget's page `/widget/frame` (its CSP's `frame-ancestors`); any site by default. */
+  widgetFrameAncestors: Config.schema(FrameAncestors, "WIDGET_FRAME_ANCESTORS").pipe(Config.withDefault("*")),
   trustProxy: Config.schema(Integer(0, 32, "an integer between 0 and 32"), "TRUST_PROXY").pipe(Config.withDefault(0)),
   /** Open sockets per client address (`http/ConnectionCap.ts`); 0 is no cap. Unset: 256, or 0 behind a proxy (`TRUST_PROXY`). */
   maxConnectionsPerAddress: Config.option(

@@ -53,12 +53,13 @@ const language = (locale: Intl.Locale, catalog: Shipped): Language => ({
  * The host's `locale` if we ship its language; else, when the host gives
  * `messages` for it, that locale over English; else English. Without a
  * `locale`: the first of the page's `<html lang>` and the browser's
- * languages that we ship, else English.
+ * languages that we ship, else English. (In the frame, `pageLang` is the
+ * host page's, which `embed.js` sends.)
  */
-export const resolve = (locale: string | undefined, overridden: boolean): Language => {
+export const resolve = (locale: string | undefined, overridden: boolean, pageLang = document.documentElement.lang): Language => {
   // An empty or absent `locale` (a CMS field left blank) means "not given".
   const requested = typeof locale === "string" && locale.trim() !== "" ? locale.trim() : undefined
-  const candidates = requested === undefined ? [document.documentElement.lang, ...navigator.languages] : [requested]
+  const candidates = requested === undefined ? [pageLang, ...navigator.languages] : [requested]
   for (const tag of candidates) {
     const parsed = localeOf(tag)
     const catalog = parsed && catalogOf(parsed)

@@ -1,0 +1,103 @@
+/**
+ * `embed.js`: the widget on any site, in a frame served by Hearken. A classic
+ * script, two lines in any page:
+ *
+ *   <div id="hearken"></div>
+ *   <script src="https://YOUR-HEARKEN/widget/embed.js" data-organization-id="org_…" data-target="#hearken"></script>
+ *
+ * or `HearkenWidget.init({ … })` with the options of `widget.js`. It creates
+ * an `<iframe>` of `/widget/frame`, sends it the options, sizes it to the
+ * widget, and dispatches the frame's events on the host element and to
+ * `onEvent`. Messages are accepted only from that frame's window at Hearken's
+ * origin (protocol.ts).
+ */
+import { launcher, type Launcher } from "./launcher.js"
+import { targetOf, type InitOptions, type WidgetEvent, type WidgetHandle } from "./options.js"
+import { originParameter, type FromFrame, type ToFrame } from "./protocol.js"
+
+const script = document.currentScript as HTMLScriptElement | null
+const scriptUrl = script?.src || location.href
+
+const init = (options: InitOptions): WidgetHandle => {
+  const frameUrl = new URL(options.baseUrl === undefined ? "frame" : "/widget/frame", options.baseUrl ?? scriptUrl)
+  const frameOrigin = frameUrl.origin
+  frameUrl.hash = `${originParameter}=${encodeURIComponent(location.origin)}`
+  const target = targetOf(options.target)
+  const frame = document.createElement("iframe")
+  frame.title = "Feedback" // until the frame names it in its language
+  frame.src = frameUrl.href
+  frame.style.cssText = "display:block;border:0;width:100%;height:0;color-scheme:normal"
+  let bar: Launcher | undefined
+  let host: Element
+  if (options.mode === "launcher") {
+    bar = launcher(options.position, (open) => emit({ type: open ? "hearken:open" : "hearken:close", detail: {} }), () => {
+      frame.focus()
+      post({ hearken: "focus" })
+    })
+    bar.host.append(frame)
+    ;(target ?? document.body).append(bar.host)
+    host = target ?? bar.host
+  } else {
+    host = target ?? document.body.appendChild(document.createElement("div"))
+    frame.style.maxWidth = "28rem"
+    host.append(frame)
+  }
+  let token = options.token
+  const post = (message: ToFrame) => frame.contentWindow?.postMessage(message, frameOrigin)
+  const emit = (event: WidgetEvent) => {
+    host.dispatchEvent(new CustomEvent(event.type, { detail: event.detail, bubbles: true, composed: true }))
+    try {
+      options.onEvent?.(event)
+    } catch (error) {
+      reportError(error)
+    }
+  }
+  if (typeof options.postUrl === "function") {
+    console.warn("Hearken: in the frame, postUrl is a template such as \"/feedback/{slug}\"; a function cannot cross to it.")
+  }
+  const { organizationId, locale, messages, theme, accent, variables, updateUrl, boardId } = options
+  const listener = (event: MessageEvent<FromFrame>) => {
+    const message = event.data
+    if (event.source !== frame.contentWindow || event.origin !== frameOrigin || typeof message !== "object" || message === null) return
+    if (message.hearken === "hello") {
+      post({
+        hearken: "init",
+        options: {
+          organizationId, token, locale, messages, theme, accent, variables, updateUrl, boardId,
+          postUrl: typeof options.postUrl === "string" ? options.postUrl : undefined,
+          linkBase: document.baseURI,
+          pageLang: document.documentElement.lang
+        }
+      })
+    } else if (message.hearken === "height" && message.height >= 0 && message.height < 1e5) {
+      frame.style.height = `${message.height}px`
+    } else if (message.hearken === "ready") {
+      frame.title = String(message.label)
+      bar?.label(String(message.label), message.dir === "rtl" ? "rtl" : "ltr")
+    } else if (message.hearken === "event" && String(message.type).startsWith("hearken:")) {
+      emit({ type: message.type, detail: message.detail } as WidgetEvent)
+    } else if (message.hearken === "escape") {
+      bar?.close()
+    }
+  }
+  addEventListener("message", listener)
+  return {
+    setToken: (next) => {
+      token = next
+      post({ hearken: "token", token })
+    },
+    open: () => bar?.open(),
+    close: () => bar?.close(),
+    destroy: () => {
+      removeEventListener("message", listener)
+      bar?.destroy()
+      frame.remove()
+      if (target === undefined) host.remove()
+    }
+  }
+}
+
+window.HearkenWidget = { init }
+
+// The two-line form: the script's `data-*` attributes are the options (`data-organization-id` → `organizationId`).
+if (script?.dataset["organizationId"]) init({ ...script.dataset } as unknown as InitOptions)

@@ -1,0 +1,68 @@
+/**
+ * The changelog tab (`updates.js`), a module of its own that the widget
+ * fetches when the tab is first opened: most visitors never open it, and the
+ * first download stays small. Revalidated with `If-None-Match` each time the
+ * tab is opened again.
+ */
+import type { ClientError, EndpointId, ThinClient } from "@hearken/api/thin"
+import { external, h } from "./dom.js"
+import type { Translate } from "./i18n.js"
+import { httpUrl, linkOf } from "./links.js"
+import css from "./updates.css"
+import type { MountOptions, Update } from "./options.js"
+
+export const changelog = (context: {
+  readonly client: ThinClient
+  readonly options: MountOptions
+  readonly t: Translate
+  readonly tag: string
+  readonly status: HTMLElement
+  readonly list: HTMLElement
+  readonly showAlert: (message: string) => void
+  readonly describe: (error: ClientError<EndpointId>) => string
+  readonly failed: (operation: EndpointId, error: ClientError<EndpointId>) => void
+}): () => Promise<void> => {
+  const { client, options, t, status, list } = context
+  let cache: { etag: string | undefined; value: ReadonlyArray<Update> } | undefined
+  let loading = false
+  const dateFormat = new Intl.DateTimeFormat(context.tag, { dateStyle: "long" })
+  // The tab's own styles, in the widget's shadow root.
+  list.getRootNode().appendChild(h("style", {}, css))
+
+  const render = (updates: ReadonlyArray<Update>) => {
+    status.textContent = updates.length === 0 ? t("nothingNew") : ""
+    list.replaceChildren(...updates.map((update) => {
+      const body = h("div", { class: "content", dir: "auto" })
+      body.innerHTML = update.content // sanitized by the server (README: "Rendering answers")
+      const url = linkOf(options.updateUrl, update, options.linkBase)
+      const image = update.imageUrl ? httpUrl(update.imageUrl, options.linkBase) : undefined
+      return h("li", {},
+        h("h2", { dir: "auto" }, ...url === undefined ? [update.title] : [external(url, t, update.title)]),
+        update.publishedAt === undefined ? ""
+          : h("time", { class: "muted", datetime: update.publishedAt }, dateFormat.format(new Date(update.publishedAt))),
+        // Decorative: the entry's title says what it shows.
+        image === undefined ? "" : h("img", { class: "cover", src: image, alt: "", loading: "lazy", decoding: "async" }),
+        body)
+    }))
+  }
+
+  return async () => {
+    if (loading) return
+    loading = true
+    if (cache === undefined) status.textContent = t("loading")
+    try {
+      const answer = await client.updates({ organizationId: options.organizationId }, { ifNoneMatch: cache?.etag })
+      if (!answer.ok) {
+        status.textContent = cache === undefined ? t("updatesFailed") : ""
+        context.showAlert(context.describe(answer.error))
+        context.failed("updates", answer.error)
+        return
+      }
+      if ("notModified" in answer) return
+      cache = { etag: answer.etag, value: answer.value }
+      render(answer.value)
+    } finally {
+      loading = false
+    }
+  }
+}
