@@ -4,6 +4,13 @@ import { chromium } from "playwright-core"
 const reachable = ["127.0.0.1", "localhost", "*.localhost"]
 
 /**
+ * Host names that stand for other sites, resolved to loopback: an origin no
+ * API setting allows (`www.shop-example.test`, `evil.test`), as a customer's
+ * shop on its own domain would be.
+ */
+export const otherSites = "*.test"
+
+/**
  * Debian's Chromium, headless, cut off from every other host by its own
  * resolver rules, not by request interception: with any `page.route`,
  * Playwright intercepts every request and answers CORS preflights itself, so
@@ -20,6 +27,6 @@ export const launchChromium = () =>
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
-      `--host-resolver-rules=MAP * ~NOTFOUND, ${reachable.map((host) => `EXCLUDE ${host}`).join(", ")}`
+      `--host-resolver-rules=MAP ${otherSites} 127.0.0.1, MAP * ~NOTFOUND, ${reachable.map((host) => `EXCLUDE ${host}`).join(", ")}`
     ]
   })

@@ -6,13 +6,14 @@ import { readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
+import { eventTypes } from "../../packages/widget/src/options.ts"
 import { listenOnLoopback } from "./net.js"
 
 const root = join(import.meta.dirname, "../..")
 const axeSource = readFileSync(join(root, "node_modules/axe-core/axe.min.js"), "utf8")
 
 /** Every event the widget dispatches. */
-export const eventTypes = ["hearken:ready", "hearken:suggestions", "hearken:suggestion-selected", "hearken:submitted", "hearken:error"]
+export { eventTypes }
 
 export interface HostPage {
   /** The origin `widget.js` is imported from (the API, a proxy in front of it, another API). */

@@ -69,7 +69,8 @@ const init = (options: InitOptions): WidgetHandle => {
           pageLang: document.documentElement.lang
         }
       })
-    } else if (message.hearken === "height" && message.height >= 0 && message.height < 1e5) {
+    } else if (message.hearken === "height" && message.height > 0 && message.height < 1e5) {
+      // (0: the frame is hidden in a closed launcher; the popover opens at the last height, not empty.)
       frame.style.height = `${message.height}px`
     } else if (message.hearken === "ready") {
       frame.title = String(message.label)

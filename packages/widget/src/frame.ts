@@ -26,7 +26,12 @@ if (hostOrigin !== null && window.parent !== window) {
     if (message.hearken === "init" && ui === undefined && typeof message.options?.organizationId === "string") {
       const emit = <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => send({ hearken: "event", type, detail })
       ui = mount(host.attachShadow({ mode: "open" }), makeThinClient(location.origin), message.options, emit,
-        (language, t) => send({ hearken: "ready", label: t("launcher"), dir: language.dir }))
+        (language, t) => {
+          // The frame's document is in the widget's language too (screen readers, axe's `html-has-lang`).
+          document.documentElement.lang = language.tag
+          document.title = t("tabs")
+          send({ hearken: "ready", label: t("launcher"), dir: language.dir })
+        })
     } else if (message.hearken === "token" && (typeof message.token === "string" || message.token === undefined)) {
       ui?.setToken(message.token)
     } else if (message.hearken === "focus") {

@@ -241,15 +241,8 @@ export const mount = (
      * server is down, or it answers but CORS refuses this page's origin. A
      * request the page cannot read (`no-cors`) tells the two apart.
      */
-    const refusedOrigin = async (): Promise<boolean> => {
-      if (options.probeUrl === undefined) return false
-      try {
-        await fetch(options.probeUrl, { mode: "no-cors", cache: "no-store" })
-        return true
-      } catch {
-        return false
-      }
-    }
+    const refusedOrigin = () =>
+      options.probeUrl !== undefined && fetch(options.probeUrl, { mode: "no-cors", cache: "no-store" }).then(() => true, () => false)
 
     const loadBoards = async (pending = client.boards({ organizationId }, { ifNoneMatch: boardsCache?.etag })) => {
       const answer = await pending
@@ -257,7 +250,7 @@ export const mount = (
         failed("boards", answer.error)
         if (answer.error._tag === "NetworkError" && await refusedOrigin()) {
           // Nothing the visitor can do: no "Try again". The site owner reads the console.
-          console.error(`Hearken: CORS refuses ${location.origin}. Use /widget/embed.js, which works on any site (README: "CORS").`)
+          console.error(`Hearken: CORS refuses ${location.origin}; /widget/embed.js works on any site`)
           boards.hidden = true
           form.hidden = true
           showAlert(t("unavailable"))
@@ -316,22 +309,17 @@ export const mount = (
 
     const draft = () => ({ organizationId, boardId: selectedBoard(), title: title.value.trim(), content: textToHtml(content.value) })
     type Draft = ReturnType<typeof draft>
-    /** What the API counts for each field, and its limit (the API's own table). */
-    const measured = (d: Draft) => ({
-      title: [codePoints(d.title), Limits.title],
-      content: [codePoints(d.content), Limits.content]
-    } as const)
-    /** The first field over its limit, if any. */
-    const overLimit = (d: Draft): "title" | "content" | undefined =>
-      (["title", "content"] as const).find((name) => measured(d)[name][0] > measured(d)[name][1])
+    const limited = ["title", "content"] as const
+    /** The first field over its limit (the API's own table, in code points, as the API counts), if any. */
+    const overLimit = (d: Draft) => limited.find((name) => codePoints(d[name]) > Limits[name])
 
     /** A live count once a field nears its limit (80 %), and the limit named in the visitor's language past it. */
     const showLimits = () => {
-      const sizes = measured(draft())
-      for (const name of ["title", "content"] as const) {
-        const [used, limit] = sizes[name]
-        const count = root.getElementById(id(`${name}-count`))!
-        count.textContent = used >= limit * 0.8 && used <= limit ? t("charsLeft", { count: limit - used }) : ""
+      const d = draft()
+      for (const name of limited) {
+        const used = codePoints(d[name])
+        const limit = Limits[name]
+        root.getElementById(id(`${name}-count`))!.textContent = used >= limit * 0.8 && used <= limit ? t("charsLeft", { count: limit - used }) : ""
         if (used > limit) markInvalid(name, t("tooLong", { count: limit }))
         else clearError(name)
       }
@@ -375,7 +363,7 @@ export const mount = (
       if (d.boardId === "") return showFieldError("boardId", t("pickBoard"))
       if (d.title === "") return showFieldError("title", t("titleRequired"))
       const over = overLimit(d)
-      if (over !== undefined) return showFieldError(over, t("tooLong", { count: measured(d)[over][1] }))
+      if (over !== undefined) return showFieldError(over, t("tooLong", { count: Limits[over] }))
       const payload = { ...d, ...(token === undefined ? {} : { token }) }
       const fingerprint = JSON.stringify(payload)
       if (idempotency?.draft !== fingerprint) idempotency = { draft: fingerprint, key: uuid() }

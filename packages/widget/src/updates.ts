@@ -35,13 +35,15 @@ export const changelog = (context: {
       const body = h("div", { class: "content", dir: "auto" })
       body.innerHTML = update.content // sanitized by the server (README: "Rendering answers")
       const url = linkOf(options.updateUrl, update, options.linkBase)
-      const image = update.imageUrl ? httpUrl(update.imageUrl, options.linkBase) : undefined
+      const cover = update.imageUrl ? httpUrl(update.imageUrl, options.linkBase) : undefined
+      // Decorative: the entry's title says what it shows. One that fails to load leaves no empty box.
+      const image = cover === undefined ? undefined : h("img", { class: "cover", src: cover, alt: "", loading: "lazy", decoding: "async" })
+      image?.addEventListener("error", () => image.remove())
       return h("li", {},
         h("h2", { dir: "auto" }, ...url === undefined ? [update.title] : [external(url, t, update.title)]),
         update.publishedAt === undefined ? ""
           : h("time", { class: "muted", datetime: update.publishedAt }, dateFormat.format(new Date(update.publishedAt))),
-        // Decorative: the entry's title says what it shows.
-        image === undefined ? "" : h("img", { class: "cover", src: image, alt: "", loading: "lazy", decoding: "async" }),
+        image ?? "",
         body)
     }))
   }
