@@ -37,9 +37,10 @@ const shopPage = (api: string, url: URL) => {
   const init = url.searchParams.get("init") ?? "{}"
   const record = `window.dispatched = []; window.received = []
 for (const type of ${JSON.stringify(eventTypes)}) document.querySelector("#hearken").addEventListener(type, (e) => window.dispatched.push({ type: e.type, detail: e.detail }))`
+  const mode = url.searchParams.get("mode")
   const body = url.pathname === "/two-lines"
     ? `<div id="hearken"></div>
-<script src="${api}/widget/embed.js" data-organization-id="org_demo" data-target="#hearken"></script>
+<script src="${api}/widget/embed.js" data-organization-id="org_demo" data-target="#hearken"${mode === null ? "" : ` data-mode="${mode}"`}></script>
 <script>${record}</script>`
     : `<div id="hearken"></div>
 <script src="${api}/widget/embed.js"></script>
@@ -92,7 +93,9 @@ beforeAll(async () => {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x")
     if (url.pathname === "/cover.png") return void res.writeHead(200, { "content-type": "image/png" }).end(cover)
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+    // `?csp`: the policy the README gives a site with a CSP of its own (and inline scripts, for this page's recorder).
+    const csp = url.searchParams.has("csp") ? { "content-security-policy": `default-src 'self'; frame-src ${apiOrigin}; script-src ${apiOrigin} 'unsafe-inline'` } : {}
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8", ...csp })
     res.end(url.pathname === "/evil" ? evilPage : shopPage(apiOrigin, url))
   })
   const port = await listenOnLoopback(server)
@@ -332,6 +335,19 @@ describe("embed.js on a site CORS refuses", () => {
     expect(await page.locator("#hearken iframe").count()).toBe(0)
   })
 
+  it("init on a target that has a widget replaces it: one frame, one set of events", async () => {
+    const frame = await openShop()
+    await boardsShown(frame)
+    await page.evaluate(() => {
+      ;(window as any).HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })
+      ;(window as any).HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })
+    })
+    await expect.poll(() => page.locator("#hearken iframe").count()).toBe(1)
+    await expect.poll(async () => (await events()).dispatched.filter((e: { type: string }) => e.type === "hearken:ready").length, { timeout: 10_000 }).toBe(2)
+    await page.waitForTimeout(500)
+    expect((await events()).dispatched.filter((e: { type: string }) => e.type === "hearken:ready").length).toBe(2)
+  })
+
   it("a postUrl function cannot cross to the frame: the site owner is told, and suggestions stay text", async () => {
     const warnings: Array<string> = []
     page.on("console", (message) => {
@@ -339,7 +355,7 @@ describe("embed.js on a site CORS refuses", () => {
     })
     const frame = await openShop(`{ postUrl: (s) => "/p/" + s.slug }`)
     await boardsShown(frame)
-    expect(warnings.filter((w) => w.startsWith("Hearken: in the frame, postUrl is a template"))).toHaveLength(1)
+    expect(warnings.filter((w) => w.startsWith("Hearken: with embed.js, postUrl is a template"))).toHaveLength(1)
     await frame.getByRole("radio", { name: "Feature requests" }).check()
     await frame.getByLabel("Title").fill("Dark theme please")
     await expect.poll(() => frame.locator(".similar li").count(), { timeout: 10_000 }).toBeGreaterThan(0)
@@ -536,6 +552,22 @@ describe("the launcher", () => {
     expect(dispatched.map((e: { type: string }) => e.type)).toEqual([
       "hearken:ready", "hearken:open", "hearken:close", "hearken:open", "hearken:close", "hearken:open", "hearken:close"
     ])
+  })
+
+  it("on a page whose CSP allows Hearken as frame-src and script-src, and no inline style: the button is drawn, opens the widget, and takes the accent", async () => {
+    await page.goto(`${shop.origin}/two-lines?csp&mode=launcher`)
+    const button = page.getByRole("button", { name: "Feedback" })
+    await expect.poll(() => button.isVisible(), { timeout: 10_000 }).toBe(true)
+    // Its stylesheet applies (a constructed one, which style-src does not govern): fixed in the end corner, in the accent.
+    const box = (await button.boundingBox())!
+    expect([box.x + box.width > 720 - 40, box.y + box.height > 900 - 40]).toEqual([true, true])
+    expect(await button.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe("rgb(67, 56, 202)")
+    await button.click()
+    await boardsShown(await widgetFrame())
+
+    await page.goto(`${shop.origin}/?${new URLSearchParams({ init: `{ mode: "launcher", accent: "#0f766e" }` })}`)
+    await expect.poll(() => button.isVisible(), { timeout: 10_000 }).toBe(true)
+    expect(await button.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe("rgb(15, 118, 110)")
   })
 
   it("mirrors in Arabic: the end corner is on the left, and the label is Arabic", async () => {

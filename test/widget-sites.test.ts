@@ -525,7 +525,7 @@ describe("events for the host page", () => {
         { type: "hearken:ready", detail: { locale: "en", dir: "ltr", theme: "light" } },
         { type: "hearken:error", detail: { _tag: "NetworkError", operation: "boards" } }
       ])
-      expect(await page.getByRole("alert").textContent()).toBe(en.unreachable)
+      expect(await page.getByRole("alert").textContent()).toBe(en.unavailable)
     } finally {
       await page.context().close()
       await closed.close()

@@ -233,8 +233,10 @@ describe("the widget on an allowed origin", () => {
     await page.getByRole("button", { name: "Send feedback" }).click()
     const input = page.getByLabel("Title")
     await expect.poll(() => input.getAttribute("aria-invalid")).toBe("true")
-    const describedBy = await input.getAttribute("aria-describedby")
-    const message = page.locator(`[id="${describedBy}"]`)
+    // Described by its error, then by its live count.
+    const describedBy = (await input.getAttribute("aria-describedby"))!.split(" ")
+    expect(describedBy.map((id) => id.replace(/^hk\d+-/, ""))).toEqual(["title-error", "title-count"])
+    const message = page.locator(`[id="${describedBy[0]}"]`)
     expect(await message.textContent()).toBe(detail!.charAt(0).toUpperCase() + detail!.slice(1))
     expect((await focused())?.name).toBe("title")
     expect(await page.getByRole("alert").textContent()).toBe("")
@@ -398,20 +400,35 @@ describe("GET /widget/widget.js", () => {
 })
 
 describe("the widget on an origin the API does not allow", () => {
-  it("loads, but its API calls are refused by CORS, and it says so", async () => {
+  it("loads, but its API calls are refused by CORS: a calm message for the visitor, no useless Try again, and the site owner told in the console", async () => {
     const failed: Array<string> = []
+    const errors: Array<string> = []
     page.on("requestfailed", (request) => failed.push(new URL(request.url()).pathname))
+    page.on("console", (message) => {
+      if (message.type() === "error" && message.text().startsWith("Hearken:")) errors.push(message.text())
+    })
     await page.goto(`${refused.origin}/`)
     const alert = page.getByRole("alert")
-    await expect.poll(() => alert.textContent(), { timeout: 5_000 }).toBe("Can't reach the feedback service from this page.")
+    await expect.poll(() => alert.textContent(), { timeout: 5_000 }).toBe("Feedback isn't available on this page.")
+    // Only the API call failed: the server answered a request the page cannot read (no-cors), so it is up, and refuses this origin.
     expect(failed).toEqual(["/api/widget/v1/boards"])
+    expect(sent.map((r) => new URL(r.url()).pathname)).toEqual(["/api/widget/v1/boards"])
+    expect(errors).toEqual([`Hearken: CORS refuses ${refused.origin}; /widget/embed.js works on any site`])
     expect(await page.getByRole("radio").count()).toBe(0)
-    expect(await page.getByText("Boards could not be loaded.").count()).toBe(1)
+    expect(await page.getByRole("button", { name: "Try again" }).count()).toBe(0)
+    expect(await page.getByRole("button", { name: "Send feedback" }).count()).toBe(0)
     await shot("cors")
-    // "Try again" asks again, and is refused again.
-    await page.getByRole("button", { name: "Try again" }).click()
-    await expect.poll(() => failed).toEqual(["/api/widget/v1/boards", "/api/widget/v1/boards"])
-    await expect.poll(() => alert.textContent()).toBe("Can't reach the feedback service from this page.")
+  })
+
+  it("a server that is down is not a refused origin: it says it can't reach it, and offers Try again", async () => {
+    const down = await startSeededServer(demo, { DASHBOARD_ORIGIN: allowed.origin })
+    const origin = down.origin
+    await down.close()
+    await page.goto(`${allowed.origin}/?api=${encodeURIComponent(api.origin)}&init=${encodeURIComponent(`{ baseUrl: ${JSON.stringify(origin)} }`)}`)
+    const alert = page.getByRole("alert")
+    await expect.poll(() => alert.textContent(), { timeout: 5_000 }).toBe("Can't reach the feedback service from this page.")
+    expect(await page.getByText("Boards could not be loaded.").count()).toBe(1)
+    expect(await page.getByRole("button", { name: "Try again" }).count()).toBe(1)
   })
 })
 

@@ -18,11 +18,15 @@ import { originParameter, type FromFrame, type ToFrame } from "./protocol.js"
 const script = document.currentScript as HTMLScriptElement | null
 const scriptUrl = script?.src || location.href
 
+/** The widget on each target: `init` on a target that has one replaces it, as `widget.js` does. */
+const mounted = new WeakMap<Element, WidgetHandle>()
+
 const init = (options: InitOptions): WidgetHandle => {
   const frameUrl = new URL(options.baseUrl === undefined ? "frame" : "/widget/frame", options.baseUrl ?? scriptUrl)
   const frameOrigin = frameUrl.origin
   frameUrl.hash = `${originParameter}=${encodeURIComponent(location.origin)}`
   const target = targetOf(options.target)
+  if (target) mounted.get(target)?.destroy()
   const frame = document.createElement("iframe")
   frame.title = "Feedback" // until the frame names it in its language
   frame.src = frameUrl.href
@@ -53,7 +57,7 @@ const init = (options: InitOptions): WidgetHandle => {
     }
   }
   if (typeof options.postUrl === "function") {
-    console.warn("Hearken: in the frame, postUrl is a template such as \"/feedback/{slug}\"; a function cannot cross to it.")
+    console.warn("Hearken: with embed.js, postUrl is a template (\"/feedback/{slug}\")")
   }
   const { organizationId, locale, messages, theme, accent, variables, updateUrl, boardId } = options
   const listener = (event: MessageEvent<FromFrame>) => {
@@ -73,8 +77,8 @@ const init = (options: InitOptions): WidgetHandle => {
       // (0: the frame is hidden in a closed launcher; the popover opens at the last height, not empty.)
       frame.style.height = `${message.height}px`
     } else if (message.hearken === "ready") {
-      frame.title = String(message.label)
-      bar?.label(String(message.label), message.dir === "rtl" ? "rtl" : "ltr")
+      frame.title = message.label
+      bar?.label(message.label, message.dir, message.colors)
     } else if (message.hearken === "event" && String(message.type).startsWith("hearken:")) {
       emit({ type: message.type, detail: message.detail } as WidgetEvent)
     } else if (message.hearken === "escape") {
@@ -82,7 +86,7 @@ const init = (options: InitOptions): WidgetHandle => {
     }
   }
   addEventListener("message", listener)
-  return {
+  const handle: WidgetHandle = {
     setToken: (next) => {
       token = next
       post({ hearken: "token", token })
@@ -94,8 +98,11 @@ const init = (options: InitOptions): WidgetHandle => {
       bar?.destroy()
       frame.remove()
       if (target === undefined) host.remove()
+      else mounted.delete(target)
     }
   }
+  if (target) mounted.set(target, handle)
+  return handle
 }
 
 window.HearkenWidget = { init }

@@ -26,11 +26,11 @@ if (hostOrigin !== null && window.parent !== window) {
     if (message.hearken === "init" && ui === undefined && typeof message.options?.organizationId === "string") {
       const emit = <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => send({ hearken: "event", type, detail })
       ui = mount(host.attachShadow({ mode: "open" }), makeThinClient(location.origin), message.options, emit,
-        (language, t) => {
+        (language, t, colors) => {
           // The frame's document is in the widget's language too (screen readers, axe's `html-has-lang`).
           document.documentElement.lang = language.tag
           document.title = t("tabs")
-          send({ hearken: "ready", label: t("launcher"), dir: language.dir })
+          send({ hearken: "ready", label: t("launcher"), dir: language.dir, colors })
         })
     } else if (message.hearken === "token" && (typeof message.token === "string" || message.token === undefined)) {
       ui?.setToken(message.token)

@@ -35,7 +35,7 @@ const init = (options: InitOptions): WidgetHandle => {
   /** `mode: "launcher"`: its code is its own module (`launcher.js`), fetched only then. */
   let bar: Launcher | undefined
   let wantOpen = false
-  let label: [string, string] | undefined
+  let label: Parameters<Launcher["label"]> | undefined
   const container = target ?? document.body
   /** Where the events go: the target, else the element the widget is in. */
   let eventHost: Element
@@ -75,9 +75,10 @@ const init = (options: InitOptions): WidgetHandle => {
   const ui = mount(root, makeThinClient(base), {
     ...options,
     linkBase: document.baseURI,
-    probeUrl: new URL("/health", base).href
-  }, emit, (language, t) => {
-    label = [t("launcher"), language.dir]
+    // A small script, which no browser blocks as an opaque answer (a JSON one may be, by ORB).
+    probeUrl: new URL("/widget/embed.js", base).href
+  }, emit, (language, t, colors) => {
+    label = [t("launcher"), language.dir, colors]
     bar?.label(...label)
   })
 

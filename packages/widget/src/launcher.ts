@@ -18,8 +18,12 @@ button:focus-visible{outline:3px solid var(--hearken-accent,#4338ca);outline-off
 export interface Launcher {
   /** The element to mount in the page; the widget (or the frame) goes inside it, in its slot. */
   readonly host: HTMLElement
-  /** Shows the button, named in the widget's language; `dir` mirrors the corner. */
-  readonly label: (text: string, dir: string) => void
+  /**
+   * Shows the button, named in the widget's language; `dir` mirrors the
+   * corner; `colors`: the widget's accent and the text on it, as painted
+   * (the `accent` option, the theme), so the button matches the widget.
+   */
+  readonly label: (text: string, dir: string, colors: readonly [string, string]) => void
   readonly open: () => void
   /** `restore`: focus goes back to the button (Escape, the button); not after a click elsewhere on the page. */
   readonly close: (restore?: boolean) => void
@@ -34,8 +38,10 @@ export const launcher = (
   const host = document.createElement("div")
   const root = host.attachShadow({ mode: "open" })
   host.dataset["position"] = position === "start" ? "start" : "end"
-  const css = document.createElement("style")
-  css.textContent = style
+  // A constructed stylesheet, not a <style>: a host page whose CSP refuses inline styles still draws the button.
+  const sheet = new CSSStyleSheet()
+  sheet.replaceSync(style)
+  root.adoptedStyleSheets = [sheet]
   const pop = document.createElement("div")
   pop.className = "pop"
   pop.id = "pop"
@@ -46,7 +52,7 @@ export const launcher = (
   button.hidden = true // until it has a label in the widget's language
   button.setAttribute("aria-expanded", "false")
   button.setAttribute("aria-controls", "pop")
-  root.append(css, pop, button)
+  root.append(pop, button)
 
   const open = () => {
     if (!pop.hidden) return
@@ -73,9 +79,10 @@ export const launcher = (
   document.addEventListener("pointerdown", outside)
   return {
     host,
-    label: (text, dir) => {
+    label: (text, dir, [accent, onAccent]) => {
       button.textContent = text
       host.dir = dir
+      host.style.cssText = `--hearken-accent:${accent};--hearken-on-accent:${onAccent}`
       button.hidden = false
     },
     open,

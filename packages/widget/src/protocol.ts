@@ -13,8 +13,8 @@ export type FrameOptions = Omit<MountOptions, "probeUrl">
 export type FromFrame =
   /** Loaded: send `init`. */
   | { readonly hearken: "hello" }
-  /** Rendered: the launcher's label and the widget's direction. */
-  | { readonly hearken: "ready"; readonly label: string; readonly dir: "ltr" | "rtl" }
+  /** Rendered: the launcher's label, the widget's direction, and its accent and the text on it. */
+  | { readonly hearken: "ready"; readonly label: string; readonly dir: "ltr" | "rtl"; readonly colors: readonly [string, string] }
   /** The widget's height in CSS pixels, each time it changes. */
   | { readonly hearken: "height"; readonly height: number }
   | { readonly hearken: "event"; readonly type: keyof WidgetEvents; readonly detail: unknown }

@@ -45,15 +45,16 @@ export interface Mounted {
 
 /**
  * Renders the widget into `root` (emptied first) and starts loading its
- * boards. `onLanguage` hears the language and the translator once the
- * messages are loaded (a launcher labels its button with them).
+ * boards. `onLanguage` hears the language, the translator and the accent
+ * colours as painted, once the widget is rendered (a launcher labels and
+ * colours its button with them).
  */
 export const mount = (
   root: ShadowRoot,
   client: ThinClient,
   options: MountOptions,
   emitTo: <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => void,
-  onLanguage?: (language: Language, t: Translate) => void
+  onLanguage?: (language: Language, t: Translate, colors: readonly [string, string]) => void
 ): Mounted => {
   const { organizationId } = options
   let token = options.token
@@ -434,7 +435,8 @@ export const mount = (
       await changelog()
     }
 
-    onLanguage?.(language, t)
+    const painted = getComputedStyle(widget)
+    onLanguage?.(language, t, [painted.getPropertyValue("--accent").trim(), painted.getPropertyValue("--on-accent").trim()])
     emit("hearken:ready", { locale: language.tag, dir: language.dir, theme })
     await loadBoards(firstBoards)
   }
