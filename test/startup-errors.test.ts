@@ -170,6 +170,16 @@ describe.concurrent("start-up stops with one line on stderr and exit code 1", { 
       // `env` overrides the PORT spawnServer sets.
       expectOneLine(await failedStart({ PGLITE_DIR: "memory", ...env }), line)
     })
+
+    // A list written with commas would be one source, and a semicolon would start another directive.
+    it.each(["https://a.example,https://b.example", "https://a.example; script-src *", "'none' https://a.example"])(
+      "WIDGET_FRAME_ANCESTORS=%s",
+      async (value) => {
+        const line = `hearken: Invalid configuration: WIDGET_FRAME_ANCESTORS must be CSP frame-ancestors sources separated by spaces, ` +
+          `e.g. * or https://shop.example https://*.shop.example, or 'none', got "${value}"`
+        expectOneLine(await failedStart({ PGLITE_DIR: "memory", WIDGET_FRAME_ANCESTORS: value }), new RegExp(`^${line.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`))
+      }
+    )
   })
 })
 
