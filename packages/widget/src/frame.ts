@@ -7,6 +7,7 @@
  * ignored, and what it sends cannot be read by any other page.
  */
 import { makeThinClient } from "@hearken/api/thin"
+import { colorsOf } from "./launcher.js"
 import type { WidgetEvents } from "./options.js"
 import { originParameter, type FromFrame, type ToFrame } from "./protocol.js"
 import { mount, type Mounted } from "./ui.js"
@@ -26,11 +27,11 @@ if (hostOrigin !== null && window.parent !== window) {
     if (message.hearken === "init" && ui === undefined && typeof message.options?.organizationId === "string") {
       const emit = <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => send({ hearken: "event", type, detail })
       ui = mount(host.attachShadow({ mode: "open" }), makeThinClient(location.origin), message.options, emit,
-        (language, t, colors) => {
+        (language, t, widget) => {
           // The frame's document is in the widget's language too (screen readers, axe's `html-has-lang`).
           document.documentElement.lang = language.tag
           document.title = t("tabs")
-          send({ hearken: "ready", label: t("launcher"), dir: language.dir, colors })
+          send({ hearken: "ready", label: t("launcher"), dir: language.dir, colors: colorsOf(widget) })
         })
     } else if (message.hearken === "token" && (typeof message.token === "string" || message.token === undefined)) {
       ui?.setToken(message.token)

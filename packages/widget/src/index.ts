@@ -35,7 +35,9 @@ const init = (options: InitOptions): WidgetHandle => {
   /** `mode: "launcher"`: its code is its own module (`launcher.js`), fetched only then. */
   let bar: Launcher | undefined
   let wantOpen = false
-  let label: Parameters<Launcher["label"]> | undefined
+  let label: [string, string, HTMLElement] | undefined
+  let colorsOf: typeof import("./launcher.js").colorsOf
+  const setLabel = () => bar!.label(label![0], label![1], colorsOf(label![2]))
   const container = target ?? document.body
   /** Where the events go: the target, else the element the widget is in. */
   let eventHost: Element
@@ -47,11 +49,12 @@ const init = (options: InitOptions): WidgetHandle => {
     eventHost = target ?? holder
     void importSibling<typeof import("./launcher.js")>("launcher.js").then((module) => {
       if (destroyed || module === undefined) return
+      colorsOf = module.colorsOf
       bar = module.launcher(options.position, (open) => emit(open ? "hearken:open" : "hearken:close", {}), () => ui.focus())
       bar.host.append(host)
       holder.replaceWith(bar.host)
       if (target === undefined) eventHost = bar.host
-      if (label) bar.label(...label)
+      if (label) setLabel()
       if (wantOpen) bar.open()
     })
   } else {
@@ -77,9 +80,9 @@ const init = (options: InitOptions): WidgetHandle => {
     linkBase: document.baseURI,
     // A small script, which no browser blocks as an opaque answer (a JSON one may be, by ORB).
     probeUrl: new URL("/widget/embed.js", base).href
-  }, emit, (language, t, colors) => {
-    label = [t("launcher"), language.dir, colors]
-    bar?.label(...label)
+  }, emit, (language, t, widget) => {
+    label = [t("launcher"), language.dir, widget]
+    if (bar) setLabel()
   })
 
   const handle: WidgetHandle = {

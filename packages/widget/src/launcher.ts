@@ -15,13 +15,18 @@ const style = `:host{all:initial;position:fixed;z-index:2147483000;bottom:20px;i
 button{font:inherit;color:var(--hearken-on-accent,#fff);background:var(--hearken-accent,#4338ca);border:0;border-radius:999px;padding:.8em 1.3em;cursor:pointer;box-shadow:0 4px 14px #0004;white-space:nowrap}
 button:focus-visible{outline:3px solid var(--hearken-accent,#4338ca);outline-offset:3px}`
 
+/** The widget's accent and the text on it, as painted (the `accent` option, the theme): the button matches the widget. */
+export const colorsOf = (widget: Element): readonly [string, string] => {
+  const painted = getComputedStyle(widget)
+  return [painted.getPropertyValue("--accent").trim(), painted.getPropertyValue("--on-accent").trim()]
+}
+
 export interface Launcher {
   /** The element to mount in the page; the widget (or the frame) goes inside it, in its slot. */
   readonly host: HTMLElement
   /**
    * Shows the button, named in the widget's language; `dir` mirrors the
-   * corner; `colors`: the widget's accent and the text on it, as painted
-   * (the `accent` option, the theme), so the button matches the widget.
+   * corner; `colors`: `colorsOf` the widget.
    */
   readonly label: (text: string, dir: string, colors: readonly [string, string]) => void
   readonly open: () => void

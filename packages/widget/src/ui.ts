@@ -19,19 +19,15 @@ import { importSibling } from "./sibling.js"
 import css from "./styles.css"
 import { applyTheme } from "./theme.js"
 
-export { css }
 
 let counter = 0
 
-/** A v4 UUID; `crypto.randomUUID` exists only in secure contexts, `getRandomValues` everywhere. */
-const uuid = (): string => {
-  if (typeof crypto.randomUUID === "function") return crypto.randomUUID()
-  const b = crypto.getRandomValues(new Uint8Array(16))
-  b[6] = (b[6]! & 0x0f) | 0x40
-  b[8] = (b[8]! & 0x3f) | 0x80
-  const x = [...b].map((n) => n.toString(16).padStart(2, "0")).join("")
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`
-}
+/**
+ * A new Idempotency-Key: 128 random bits, as a UUID where `crypto.randomUUID`
+ * exists (secure contexts), else as 32 hex digits (any visible ASCII will do).
+ */
+const newKey = (): string =>
+  crypto.randomUUID?.() ?? [...crypto.getRandomValues(new Uint8Array(16))].map((n) => n.toString(16).padStart(2, "0")).join("")
 
 /** Only the documented colours, as the host would set them in CSS. */
 const variableName = /^--hearken-[a-z-]+$/
@@ -45,16 +41,16 @@ export interface Mounted {
 
 /**
  * Renders the widget into `root` (emptied first) and starts loading its
- * boards. `onLanguage` hears the language, the translator and the accent
- * colours as painted, once the widget is rendered (a launcher labels and
- * colours its button with them).
+ * boards. `onLanguage` hears the language, the translator and the widget's
+ * element once it is rendered (a launcher labels its button with them, and
+ * takes the accent as painted: `launcher.ts`).
  */
 export const mount = (
   root: ShadowRoot,
   client: ThinClient,
   options: MountOptions,
   emitTo: <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => void,
-  onLanguage?: (language: Language, t: Translate, colors: readonly [string, string]) => void
+  onLanguage?: (language: Language, t: Translate, widget: HTMLElement) => void
 ): Mounted => {
   const { organizationId } = options
   let token = options.token
@@ -367,7 +363,7 @@ export const mount = (
       if (over !== undefined) return showFieldError(over, t("tooLong", { count: Limits[over] }))
       const payload = { ...d, ...(token === undefined ? {} : { token }) }
       const fingerprint = JSON.stringify(payload)
-      if (idempotency?.draft !== fingerprint) idempotency = { draft: fingerprint, key: uuid() }
+      if (idempotency?.draft !== fingerprint) idempotency = { draft: fingerprint, key: newKey() }
       sending = true
       submit.disabled = true
       submit.textContent = t("sending")
@@ -435,8 +431,7 @@ export const mount = (
       await changelog()
     }
 
-    const painted = getComputedStyle(widget)
-    onLanguage?.(language, t, [painted.getPropertyValue("--accent").trim(), painted.getPropertyValue("--on-accent").trim()])
+    onLanguage?.(language, t, widget)
     emit("hearken:ready", { locale: language.tag, dir: language.dir, theme })
     await loadBoards(firstBoards)
   }
