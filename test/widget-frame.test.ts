@@ -348,6 +348,32 @@ describe("embed.js on a site CORS refuses", () => {
     expect((await events()).dispatched.filter((e: { type: string }) => e.type === "hearken:ready").length).toBe(2)
   })
 
+  it("options that cannot cross as data (a function among the messages, an Intl.Locale) are dropped, as widget.js ignores them: the widget renders", async () => {
+    const frame = await openShop(`{ messages: { submit: "Post it", sending: () => "no" }, locale: new Intl.Locale("de") }`)
+    await boardsShown(frame)
+    expect(await frame.locator("button.primary").textContent()).toBe("Post it")
+    expect(await frame.getByRole("tab").first().textContent()).toBe("Give feedback")
+  })
+
+  it("after destroy(), nothing: open(), close() and a second destroy() dispatch nothing and leave a replacement alone", async () => {
+    const frame = await openShop(`{ mode: "launcher" }`)
+    await expect.poll(() => page.getByRole("button", { name: "Feedback" }).isVisible(), { timeout: 10_000 }).toBe(true)
+    const after = await page.evaluate(() => {
+      const w = window as any
+      const first = w.hearken
+      first.destroy()
+      first.open()
+      first.close()
+      const second = w.HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })
+      first.destroy() // must not forget `second`: a third init still replaces it
+      w.HearkenWidget.init({ organizationId: "org_demo", target: "#hearken" })
+      return { events: w.dispatched.map((e: { type: string }) => e.type), second: typeof second.destroy }
+    })
+    expect(after).toEqual({ events: ["hearken:ready"], second: "function" })
+    await expect.poll(() => frame.isDetached()).toBe(true)
+    await expect.poll(() => page.locator("#hearken iframe").count()).toBe(1)
+  })
+
   it("a postUrl function cannot cross to the frame: the site owner is told, and suggestions stay text", async () => {
     const warnings: Array<string> = []
     page.on("console", (message) => {
@@ -355,7 +381,7 @@ describe("embed.js on a site CORS refuses", () => {
     })
     const frame = await openShop(`{ postUrl: (s) => "/p/" + s.slug }`)
     await boardsShown(frame)
-    expect(warnings.filter((w) => w.startsWith("Hearken: with embed.js, postUrl is a template"))).toHaveLength(1)
+    expect(warnings.filter((w) => w === "Hearken: embed.js takes postUrl as a template")).toHaveLength(1)
     await frame.getByRole("radio", { name: "Feature requests" }).check()
     await frame.getByLabel("Title").fill("Dark theme please")
     await expect.poll(() => frame.locator(".similar li").count(), { timeout: 10_000 }).toBeGreaterThan(0)
@@ -459,7 +485,8 @@ describe("the changelog and boards through the frame", () => {
     }
     const one = await startSeededServer(single)
     try {
-      await page.goto(`${shop.origin}/?${new URLSearchParams({ init: `{ baseUrl: ${JSON.stringify(one.origin)} }` })}`)
+      // A boardId no longer listed (the board was removed) does not stop the only one being chosen.
+      await page.goto(`${shop.origin}/?${new URLSearchParams({ init: `{ baseUrl: ${JSON.stringify(one.origin)}, boardId: "b_demo_bugs" }` })}`)
       await expect.poll(() => page.frames().some((f) => f.url().startsWith(`${one.origin}/widget/frame`)), { timeout: 10_000 }).toBe(true)
       const frame = page.frames().find((f) => f.url().startsWith(`${one.origin}/widget/frame`))!
       await expect.poll(() => frame.locator("fieldset").evaluate((el) => (el as HTMLElement).hidden), { timeout: 10_000 }).toBe(true)
@@ -604,6 +631,9 @@ describe("the launcher", () => {
     expect(await focusedInPage()).toBe("button Feedback")
     const { dispatched } = await page.evaluate(() => ({ dispatched: (window as any).dispatched }))
     expect(dispatched.map((e: { type: string }) => e.type)).toEqual(["hearken:ready", "hearken:open", "hearken:close"])
+    // init again on the target: the launcher is replaced, not doubled.
+    await page.evaluate(() => (window as any).HearkenWidget.init({ organizationId: "org_demo", target: "#hearken", mode: "launcher" }))
+    await expect.poll(() => page.getByRole("button", { name: "Feedback" }).count(), { timeout: 10_000 }).toBe(1)
   })
 })
 

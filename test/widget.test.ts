@@ -11,7 +11,7 @@
  */
 import { execFileSync } from "node:child_process"
 import { mkdirSync, readFileSync } from "node:fs"
-import type { Server } from "node:http"
+import { createServer, type Server } from "node:http"
 import { join } from "node:path"
 import { SignJWT } from "jose"
 import type { Browser, Page, Request } from "playwright-core"
@@ -19,6 +19,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { bundleSizes } from "../bench/sizes.ts"
 import { SuggestionScheduler } from "../packages/widget/src/scheduler.ts"
 import { launchChromium } from "./support/browser.js"
+import { listenOnLoopback } from "./support/net.js"
 import { faultyProxy } from "./support/proxy.js"
 import { postJson, startSeededServer, type TestServer } from "./support/server.js"
 import { audit, hostPageServer } from "./support/widget.js"
@@ -429,6 +430,19 @@ describe("the widget on an origin the API does not allow", () => {
     await expect.poll(() => alert.textContent(), { timeout: 5_000 }).toBe("Can't reach the feedback service from this page.")
     expect(await page.getByText("Boards could not be loaded.").count()).toBe(1)
     expect(await page.getByRole("button", { name: "Try again" }).count()).toBe(1)
+  })
+
+  it("nor is a proxy in front of a server that is down (502 to everything): Try again", async () => {
+    const proxy = createServer((_, res) => res.writeHead(502, { "content-type": "text/plain" }).end("Bad Gateway"))
+    const port = await listenOnLoopback(proxy)
+    try {
+      await page.goto(`${allowed.origin}/?api=${encodeURIComponent(api.origin)}&init=${encodeURIComponent(`{ baseUrl: "http://127.0.0.1:${port}" }`)}`)
+      const alert = page.getByRole("alert")
+      await expect.poll(() => alert.textContent(), { timeout: 5_000 }).toBe("Can't reach the feedback service from this page.")
+      expect(await page.getByRole("button", { name: "Try again" }).count()).toBe(1)
+    } finally {
+      proxy.close()
+    }
   })
 })
 

@@ -30,7 +30,7 @@ const init = (options: InitOptions): WidgetHandle => {
   const frame = document.createElement("iframe")
   frame.title = "Feedback" // until the frame names it in its language
   frame.src = frameUrl.href
-  frame.style.cssText = "display:block;border:0;width:100%;height:0;color-scheme:normal"
+  frame.style.cssText = "display:block;border:0;width:100%;max-width:28rem;height:0;color-scheme:normal"
   let bar: Launcher | undefined
   let host: Element
   if (options.mode === "launcher") {
@@ -43,12 +43,18 @@ const init = (options: InitOptions): WidgetHandle => {
     host = target ?? bar.host
   } else {
     host = target ?? document.body.appendChild(document.createElement("div"))
-    frame.style.maxWidth = "28rem"
     host.append(frame)
   }
   let token = options.token
-  const post = (message: ToFrame) => frame.contentWindow?.postMessage(message, frameOrigin)
+  let destroyed = false
+  /**
+   * As plain data (JSON): a function, a proxy or an `Intl.Locale` among the
+   * options would make `postMessage` throw; here it is dropped, and the frame
+   * ignores what is then not a string, as `widget.js` does.
+   */
+  const post = (message: ToFrame) => destroyed || frame.contentWindow?.postMessage(JSON.parse(JSON.stringify(message)), frameOrigin)
   const emit = (event: WidgetEvent) => {
+    if (destroyed) return
     host.dispatchEvent(new CustomEvent(event.type, { detail: event.detail, bubbles: true, composed: true }))
     try {
       options.onEvent?.(event)
@@ -57,28 +63,22 @@ const init = (options: InitOptions): WidgetHandle => {
     }
   }
   if (typeof options.postUrl === "function") {
-    console.warn("Hearken: with embed.js, postUrl is a template (\"/feedback/{slug}\")")
+    console.warn("Hearken: embed.js takes postUrl as a template")
   }
-  const { organizationId, locale, messages, theme, accent, variables, updateUrl, boardId } = options
   const listener = (event: MessageEvent<FromFrame>) => {
     const message = event.data
     if (event.source !== frame.contentWindow || event.origin !== frameOrigin || typeof message !== "object" || message === null) return
     if (message.hearken === "hello") {
-      post({
-        hearken: "init",
-        options: {
-          organizationId, token, locale, messages, theme, accent, variables, updateUrl, boardId,
-          postUrl: typeof options.postUrl === "string" ? options.postUrl : undefined,
-          linkBase: document.baseURI,
-          pageLang: document.documentElement.lang
-        }
-      })
+      // The options as data: `post` drops the functions (`onEvent`, a `postUrl` function).
+      post({ hearken: "init", options: { ...options, token, linkBase: document.baseURI, pageLang: document.documentElement.lang } })
     } else if (message.hearken === "height" && message.height > 0 && message.height < 1e5) {
       // (0: the frame is hidden in a closed launcher; the popover opens at the last height, not empty.)
       frame.style.height = `${message.height}px`
     } else if (message.hearken === "ready") {
-      frame.title = message.label
-      bar?.label(message.label, message.dir, message.colors)
+      // A frame from another deploy (cached for minutes) may send less: defaults, never a throw.
+      const { dir, colors } = message
+      const label = frame.title = String(message.label)
+      bar?.label(label, dir, colors || [])
     } else if (message.hearken === "event" && String(message.type).startsWith("hearken:")) {
       emit({ type: message.type, detail: message.detail } as WidgetEvent)
     } else if (message.hearken === "escape") {
@@ -91,14 +91,17 @@ const init = (options: InitOptions): WidgetHandle => {
       token = next
       post({ hearken: "token", token })
     },
-    open: () => bar?.open(),
-    close: () => bar?.close(),
+    open: () => destroyed || bar?.open(),
+    // From code: focus stays where it is.
+    close: () => destroyed || bar?.close(false),
     destroy: () => {
+      if (destroyed) return
+      destroyed = true
       removeEventListener("message", listener)
       bar?.destroy()
       frame.remove()
       if (target === undefined) host.remove()
-      else mounted.delete(target)
+      else if (mounted.get(target) === handle) mounted.delete(target)
     }
   }
   if (target) mounted.set(target, handle)

@@ -24,14 +24,17 @@ export type { Theme } from "./theme.js"
 export type { InitOptions, Suggestion, WidgetEvent, WidgetEvents, WidgetHandle } from "./options.js"
 export { linkOf, textToHtml } from "./links.js"
 
-/** The widget in each shadow root: `init` on a target that has one replaces it. */
-const mounted = new WeakMap<ShadowRoot, WidgetHandle>()
+/** The widget on each target: `init` on a target that has one replaces it (inline or launcher). */
+const mounted = new WeakMap<object, WidgetHandle>()
 
 const scriptOrigin = (): string => new URL(import.meta.url).origin
 
 const init = (options: InitOptions): WidgetHandle => {
   const base = options.baseUrl ?? scriptOrigin()
   const target = targetOf(options.target)
+  /** What a later `init` replaces this widget by: its target, else its own element. */
+  const key: object = target ?? {}
+  mounted.get(key)?.destroy()
   /** `mode: "launcher"`: its code is its own module (`launcher.js`), fetched only then. */
   let bar: Launcher | undefined
   let wantOpen = false
@@ -63,7 +66,6 @@ const init = (options: InitOptions): WidgetHandle => {
   }
   const widgetHost = options.mode === "launcher" || target === undefined ? host : target
   const root = widgetHost.shadowRoot ?? widgetHost.attachShadow({ mode: "open" })
-  mounted.get(root)?.destroy()
 
   let destroyed = false
   const emit = <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => {
@@ -78,7 +80,6 @@ const init = (options: InitOptions): WidgetHandle => {
   const ui = mount(root, makeThinClient(base), {
     ...options,
     linkBase: document.baseURI,
-    // A small script, which no browser blocks as an opaque answer (a JSON one may be, by ORB).
     probeUrl: new URL("/widget/embed.js", base).href
   }, emit, (language, t, widget) => {
     label = [t("launcher"), language.dir, widget]
@@ -93,19 +94,19 @@ const init = (options: InitOptions): WidgetHandle => {
     },
     close: () => {
       wantOpen = false
-      bar?.close()
+      bar?.close(false) // from code: focus stays where it is
     },
     destroy: () => {
       if (destroyed) return
       ui.destroy()
       destroyed = true
-      if (mounted.get(root) === handle) mounted.delete(root)
+      if (mounted.get(key) === handle) mounted.delete(key)
       bar?.destroy()
       host.remove()
       holder.remove()
     }
   }
-  mounted.set(root, handle)
+  mounted.set(key, handle)
   return handle
 }
 

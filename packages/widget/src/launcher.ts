@@ -7,13 +7,14 @@
  * the popover) and `embed.js` (the frame in the popover), in a shadow root of
  * its own so the host's styles stay out.
  */
-const style = `:host{all:initial;position:fixed;z-index:2147483000;bottom:20px;inset-inline-end:20px;font:600 15px/1.2 system-ui,sans-serif}
-:host([data-position=start]){inset-inline-end:auto;inset-inline-start:20px}
-.pop{position:absolute;bottom:calc(100% + 12px);inset-inline-end:0;width:min(28rem,calc(100vw - 40px));max-height:calc(100vh - 110px);overflow:auto;border-radius:12px;box-shadow:0 8px 28px #0003}
-:host([data-position=start]) .pop{inset-inline-end:auto;inset-inline-start:0}
-[hidden]{display:none!important}
-button{font:inherit;color:var(--hearken-on-accent,#fff);background:var(--hearken-accent,#4338ca);border:0;border-radius:999px;padding:.8em 1.3em;cursor:pointer;box-shadow:0 4px 14px #0004;white-space:nowrap}
-button:focus-visible{outline:3px solid var(--hearken-accent,#4338ca);outline-offset:3px}`
+const style =
+  ":host{all:initial;position:fixed;z-index:2147483000;bottom:20px;inset-inline:auto 20px;font:600 15px/1.2 system-ui,sans-serif}" +
+  ":host([data-position=start]){inset-inline:20px auto}" +
+  ".pop{position:absolute;bottom:calc(100% + 12px);inset-inline:auto 0;width:min(28rem,calc(100vw - 40px));max-height:calc(100vh - 110px);overflow:auto;border-radius:12px;box-shadow:0 8px 28px #0003}" +
+  ":host([data-position=start]) .pop{inset-inline:0 auto}" +
+  "[hidden]{display:none!important}" +
+  "button{font:inherit;color:var(--hearken-on-accent,#fff);background:var(--hearken-accent,#4338ca);border:0;border-radius:99px;padding:.8em 1.3em;cursor:pointer;box-shadow:0 4px 14px #0004;white-space:nowrap}" +
+  "button:focus-visible{outline:3px solid var(--hearken-accent,#4338ca);outline-offset:3px}"
 
 /** The widget's accent and the text on it, as painted (the `accent` option, the theme): the button matches the widget. */
 export const colorsOf = (widget: Element): readonly [string, string] => {
@@ -28,7 +29,7 @@ export interface Launcher {
    * Shows the button, named in the widget's language; `dir` mirrors the
    * corner; `colors`: `colorsOf` the widget.
    */
-  readonly label: (text: string, dir: string, colors: readonly [string, string]) => void
+  readonly label: (text: string, dir: string, colors: ReadonlyArray<string>) => void
   readonly open: () => void
   /** `restore`: focus goes back to the button (Escape, the button); not after a click elsewhere on the page. */
   readonly close: (restore?: boolean) => void
@@ -52,8 +53,8 @@ export const launcher = (
   pop.id = "pop"
   pop.hidden = true
   pop.append(document.createElement("slot"))
+  // (No `type`: in a shadow root it belongs to no form of the page.)
   const button = document.createElement("button")
-  button.type = "button"
   button.hidden = true // until it has a label in the widget's language
   button.setAttribute("aria-expanded", "false")
   button.setAttribute("aria-controls", "pop")
@@ -87,7 +88,7 @@ export const launcher = (
     label: (text, dir, [accent, onAccent]) => {
       button.textContent = text
       host.dir = dir
-      host.style.cssText = `--hearken-accent:${accent};--hearken-on-accent:${onAccent}`
+      if (accent && onAccent) host.style.cssText = `--hearken-accent:${accent};--hearken-on-accent:${onAccent}`
       button.hidden = false
     },
     open,

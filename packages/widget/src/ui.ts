@@ -219,7 +219,8 @@ export const mount = (
         return
       }
       // The board the visitor picked, else the host's `boardId`, else the only one.
-      const previous = selectedBoard() || options.boardId || (list.length === 1 ? list[0]!.id : "")
+      // (A `boardId` no longer listed is ignored: with one board left, that one is chosen.)
+      const previous = selectedBoard() || list.find((board) => board.id === options.boardId)?.id || (list.length === 1 ? list[0]!.id : "")
       boardList.replaceChildren(...list.map((board) => {
         const radio = h("input", { type: "radio", name: id("board"), value: board.id })
         radio.checked = board.id === previous
@@ -236,10 +237,12 @@ export const mount = (
     /**
      * The API refused the call without an answer the page can read: the
      * server is down, or it answers but CORS refuses this page's origin. A
-     * request the page cannot read (`no-cors`) tells the two apart.
+     * script any page may read (`probeUrl`, served with
+     * `Access-Control-Allow-Origin: *`) tells the two apart: it comes, and
+     * is 200, only when the server itself answers (a proxy's 502 is not).
      */
     const refusedOrigin = () =>
-      options.probeUrl !== undefined && fetch(options.probeUrl, { mode: "no-cors", cache: "no-store" }).then(() => true, () => false)
+      options.probeUrl !== undefined && fetch(options.probeUrl, { cache: "no-store" }).then((answer) => answer.ok, () => false)
 
     const loadBoards = async (pending = client.boards({ organizationId }, { ifNoneMatch: boardsCache?.etag })) => {
       const answer = await pending
