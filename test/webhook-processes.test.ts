@@ -74,7 +74,9 @@ const deliveryReaches = (endpointId: string, status: string) =>
     return delivery?.status === status ? delivery : undefined
   })
 
-describe("webhook delivery across processes", () => {
+// Each test spawns several Node processes (servers, workers, up to seven runs of the CLI), each loading Effect:
+// about 17 s alone, and past the default 30 s when Chromium tests share the machine's 2 cores.
+describe("webhook delivery across processes", { timeout: 90_000 }, () => {
   it("delivers after a server restart in the middle of the retries, under the same webhook-id", async () => {
     let healthy = false
     receiver.on("/restart", () => ({ status: healthy ? 200 : 503 }))
