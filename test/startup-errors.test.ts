@@ -171,6 +171,16 @@ describe.concurrent("start-up stops with one line on stderr and exit code 1", { 
       expectOneLine(await failedStart({ PGLITE_DIR: "memory", ...env }), line)
     })
 
+    // One origin: a list written as one value parsed as a URL whose host is `a.com,https`, and was read as that (issue 29).
+    it.each([
+      ["https://a.com,https://b.com", "https://a.com,https//b.com"],
+      ["https://app.example/admin", "https://app.example/admin"]
+    ])("DASHBOARD_ORIGIN=%s", async (value, shown) => {
+      const result = await failedStart({ PGLITE_DIR: "memory", DASHBOARD_ORIGIN: value })
+      expect(result.stderr).toBe(`hearken: Invalid configuration: DASHBOARD_ORIGIN must be an http(s) origin, got "${shown}"\n`)
+      expect(result.code).toBe(1)
+    })
+
     // A list written with commas would be one source, and a semicolon would start another directive.
     it.each(["https://a.example,https://b.example", "https://a.example; script-src *", "'none' https://a.example"])(
       "WIDGET_FRAME_ANCESTORS=%s",

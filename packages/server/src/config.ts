@@ -56,6 +56,20 @@ const UrlString = (protocols: ReadonlyArray<string>, message: string) =>
 const HttpUrl = (message: string) =>
   UrlString(["http:", "https:"], message).pipe(Schema.decodeTo(Schema.URL, SchemaTransformation.urlFromString))
 
+/**
+ * One origin: scheme, host and port, nothing after them but an optional `/`.
+ * (`https://a.com,https://b.com` parses as a URL whose host is `a.com,https`:
+ * a list written as one value is refused, not read as a wrong origin.) User
+ * info is allowed and dropped, as before.
+ */
+const Origin = (message: string) =>
+  HttpUrl(message).check(Schema.makeFilter((url) => {
+    const bare = new URL(url.href)
+    bare.username = ""
+    bare.password = ""
+    return /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/i.test(url.hostname) && (bare.href === url.origin || bare.href === `${url.origin}/`)
+  }, { message }))
+
 /** No `user:password@`: where credentials go elsewhere (`fetch` refuses a URL holding them). */
 const withoutUserInfo = (message: string) =>
   Schema.URL.check(Schema.makeFilter((url) => url.username === "" && url.password === "", { message }))
@@ -258,7 +272,7 @@ const serverConfig = Config.all({
   )),
   seedFile: Config.option(Config.schema(Schema.String.check(Schema.makeFilter(fixtureFileProblem)), "SEED_FILE")),
   publicUrl: Config.option(Config.schema(HttpUrl("an http(s) URL"), "PUBLIC_URL")),
-  dashboardOrigin: Config.option(Config.schema(HttpUrl("an http(s) origin"), "DASHBOARD_ORIGIN")).pipe(
+  dashboardOrigin: Config.option(Config.schema(Origin("an http(s) origin"), "DASHBOARD_ORIGIN")).pipe(
     Config.map(Option.map((url) => url.origin))
   ),
   rootDomain: Config.option(Config.schema(DomainName, "ROOT_DOMAIN")),
