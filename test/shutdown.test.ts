@@ -3,6 +3,7 @@ import { connect } from "node:net"
 import { describe, expect, it } from "vitest"
 import { attemptFresh, holdLock, type Outcome, tally } from "./support/faults.js"
 import { endpoint, webhookOrganization } from "./support/receiver.js"
+import { freePort, spawnServer, waitForHealth } from "./support/process.js"
 import { useServerProcesses } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
@@ -213,5 +214,23 @@ describe("stopping: idle connections and requests past the grace period (docs/de
     expect(exitCode).toBe(0)
     const posts = await servers.db.query((sql) => sql`SELECT id FROM posts WHERE title LIKE '%past the grace period'`)
     expect(posts).toEqual([])
+  }, 90_000)
+})
+
+describe("the log of a stop", () => {
+  it("says when draining begins and when the server has stopped listening (issue 29)", async () => {
+    const server = spawnServer({ PGLITE_DIR: "memory", LOG_LEVEL: "info", WEBHOOK_WORKER: "false" }, await freePort())
+    try {
+      await waitForHealth(server.origin, 60_000)
+      server.child.kill("SIGTERM")
+      expect(await server.exited).toBe(0)
+      const lines = server.stdout().split("\n").filter((line) => /Draining:|Stopped listening:/.test(line))
+      expect(lines.map((line) => line.replace(/^\[[\d:.]+\] INFO \(#\d+\): /, ""))).toEqual([
+        "Draining: new requests get 503; 0 in flight finish within 10s",
+        "Stopped listening: every connection ended"
+      ])
+    } finally {
+      server.child.kill("SIGKILL")
+    }
   }, 90_000)
 })

@@ -100,10 +100,17 @@ export const layerServer = (evaluate: () => Server, options: NodeHttpServer.Opti
         if (drain.draining()) response.setHeader("connection", "close")
       })
       const server = yield* NodeHttpServer.make(() => node, options)
-      const draining = Effect.timeoutOrElse(stop(node, drain), {
-        duration: options.gracefulShutdownTimeout ?? Duration.seconds(20),
-        orElse: () => answerUnreceived(drain)
-      })
+      const grace = Duration.fromInputUnsafe(options.gracefulShutdownTimeout ?? Duration.seconds(20))
+      // One line when draining begins and one when it ends, so an operator's log says where a stop is (issue 29).
+      const draining = Effect.logInfo(
+        `Draining: new requests get 503; ${drain.inFlight.size} in flight finish within ${Duration.format(grace)}`
+      ).pipe(
+        Effect.andThen(Effect.timeoutOrElse(stop(node, drain).pipe(Effect.as("every connection ended")), {
+          duration: grace,
+          orElse: () => Effect.as(answerUnreceived(drain), "the grace period ran out: requests still unanswered got 503")
+        })),
+        Effect.flatMap((how) => Effect.logInfo(`Stopped listening: ${how}`))
+      )
       return HttpServer.make({
         address: server.address,
         serve: (httpEffect, middleware) =>
