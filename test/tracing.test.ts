@@ -89,6 +89,11 @@ describe("traces over OTLP/HTTP", () => {
     const statements = trace.filter((span) => span.attributes["db.query.text"] !== undefined)
     expect(statements.length).toBeGreaterThanOrEqual(4)
     expect(statements.every((span) => span.kind === 3 && span.attributes["db.system.name"] === "postgresql")).toBe(true)
+    // The database and server DATABASE_URL names, not PgClient's defaults (`postgres`, `localhost`).
+    const where = new URL(server.db.url)
+    expect(new Set(statements.map((span) => `${span.attributes["server.address"]}:${span.attributes["server.port"]}/${span.attributes["db.namespace"]}`)))
+      .toEqual(new Set([`${where.hostname}:${where.port}/${where.pathname.slice(1)}`]))
+    expect(where.hostname).not.toBe("localhost")
     const texts = statements.map((span) => String(span.attributes["db.query.text"]))
     expect(texts.some((text) => text.startsWith("INSERT INTO posts"))).toBe(true)
     expect(texts.some((text) => text.includes("INSERT INTO webhook_events"))).toBe(true)

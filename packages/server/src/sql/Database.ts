@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Schedule } from "effect"
+import { Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { ServerConfig, type ServerConfigShape } from "../config.js"
 import { startEmbedded } from "./Embedded.js"
@@ -82,12 +82,35 @@ export const unboundedStatement = (sql: SqlClient.SqlClient, statement: string) 
  * sent there: the embedded database relies on the queries' own bounds, and
  * is for trying the API, not for serving it.
  */
+/**
+ * The server and database `DATABASE_URL` names, as separate options:
+ * PgClient labels its SQL spans (`server.address`, `db.namespace`) from
+ * these options only, and without them says `localhost` and `postgres`
+ * whatever the URL holds. They are the URL's own values, so the connection
+ * is the same.
+ */
+const namedBy = (raw: string): { host?: string; port?: number; database?: string } => {
+  try {
+    const url = new URL(raw)
+    const host = decodeURIComponent(url.hostname.replace(/^\[(.*)\]$/, "$1"))
+    const database = decodeURIComponent(url.pathname.slice(1))
+    return {
+      ...(host === "" ? {} : { host }),
+      ...(url.port === "" ? {} : { port: Number(url.port) }),
+      ...(database === "" ? {} : { database })
+    }
+  } catch {
+    return {} // left to PgClient, which refuses it with its own error
+  }
+}
+
 export const layer = Layer.unwrap(
   Effect.gen(function*() {
     const config = yield* ServerConfig
     if (Option.isSome(config.databaseUrl)) {
       return PgClient.layer({
         url: config.databaseUrl.value,
+        ...namedBy(Redacted.value(config.databaseUrl.value)),
         maxConnections: poolSize(config),
         connectTimeout: "5 seconds",
         applicationName,
