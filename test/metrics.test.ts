@@ -204,6 +204,25 @@ describe("GET /metrics on METRICS_PORT", () => {
     expect(inUse + idle).toBeLessThanOrEqual(10)
   })
 
+  it("reports the process: memory, event-loop delay, time in GC, and which build is running (issue 29)", async () => {
+    const s = await scrape(metricsPort)
+    expect(s.value("process_resident_memory_bytes")).toBeGreaterThan(20 * 1024 * 1024)
+    expect(s.value("nodejs_heap_used_bytes")).toBeGreaterThan(1024 * 1024)
+    expect(s.value("nodejs_heap_total_bytes")).toBeGreaterThanOrEqual(s.value("nodejs_heap_used_bytes"))
+    expect(s.has("nodejs_external_memory_bytes")).toBe(true)
+    for (const quantile of ["0.5", "0.99", "1"]) {
+      expect(s.has("nodejs_eventloop_lag_seconds", { quantile }), quantile).toBe(true)
+      expect(s.value("nodejs_eventloop_lag_seconds", { quantile })).toBeLessThan(10)
+    }
+    expect(s.value("nodejs_eventloop_lag_seconds", { quantile: "1" })).toBeGreaterThanOrEqual(s.value("nodejs_eventloop_lag_seconds", { quantile: "0.5" }))
+    for (const kind of ["minor", "major", "incremental", "weakcb"]) expect(s.has("nodejs_gc_duration_seconds_total", { kind }), kind).toBe(true)
+    // Memory churned by a few hundred requests makes the young generation collect at least once.
+    await Promise.all(Array.from({ length: 200 }, () => send(`${server.origin}/api/widget/v1/boards?organizationId=org_acme`)))
+    const later = await scrape(metricsPort)
+    expect(later.value("nodejs_gc_duration_seconds_total", { kind: "minor" })).toBeGreaterThan(0)
+    expect(later.value("hearken_build_info", { version: "0.1.0", node: process.version })).toBe(1)
+  })
+
   it("serves nothing else on the metrics port, and no /metrics on the public port", async () => {
     const other = await send(`http://127.0.0.1:${metricsPort}/api/widget/v1/boards?organizationId=org_acme`)
     expect(other.status).toBe(404)

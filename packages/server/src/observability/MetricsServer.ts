@@ -7,6 +7,7 @@ import { createServer, type Server } from "node:http"
 import { InvalidConfig, ServerConfig } from "../config.js"
 import * as ErrorBodies from "../http/ErrorBodies.js"
 import { Gauges } from "./Gauges.js"
+import * as ProcessGauges from "./ProcessGauges.js"
 import { zeroes } from "./Metrics.js"
 
 /**
@@ -38,10 +39,12 @@ const closeNow = (node: Server) =>
 const listen = (port: number, host: string) =>
   Effect.gen(function*() {
     const gauges = yield* Gauges
+    const processGauges = yield* ProcessGauges.make
     // The gauges first, for 2 s at most; if the database does not answer, the counters are still served.
     const scrape = gauges.read.pipe(
       Effect.timeout("2 seconds"),
       Effect.catchCause((cause) => Effect.logWarning("Metrics: could not read the database gauges", cause)),
+      Effect.andThen(processGauges),
       Effect.andThen(PrometheusMetrics.format()),
       Effect.map((body) => HttpServerResponse.text(body, { contentType })),
       Effect.catchCause(() => Effect.succeed(unreadable))

@@ -1,0 +1,95 @@
+import { Effect, Metric } from "effect"
+import { readFileSync } from "node:fs"
+import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
+import { labelled } from "./Metrics.js"
+
+/**
+ * The process's own numbers, read when Prometheus scrapes (issue 29), under
+ * the names Prometheus client libraries use for Node: memory, event-loop
+ * delay, time in garbage collection, and which build is running. With
+ * `METRICS_PORT` only, like every gauge (`MetricsServer.ts`).
+ */
+
+const residentMemory = Metric.gauge("process_resident_memory_bytes", { description: "Resident set size of this process" })
+const heapUsed = Metric.gauge("nodejs_heap_used_bytes", { description: "V8 heap in use" })
+const heapTotal = Metric.gauge("nodejs_heap_total_bytes", { description: "V8 heap reserved" })
+const externalMemory = Metric.gauge("nodejs_external_memory_bytes", { description: "Memory outside the V8 heap held by JavaScript objects (Buffers)" })
+const eventLoopLag = (attributes: Record<string, string>) =>
+  Metric.gauge("nodejs_eventloop_lag_seconds", {
+    description: "Event-loop delay since the previous scrape: quantile 0.5 and 0.99, and the max (quantile 1)",
+    attributes
+  })
+const gcSeconds = (attributes: Record<string, string>) =>
+  Metric.counter("nodejs_gc_duration_seconds_total", {
+    description: "Time spent in garbage collection since the process started, by kind",
+    incremental: true,
+    attributes
+  })
+const buildInfo = (attributes: Record<string, string>) =>
+  Metric.gauge("hearken_build_info", { description: "1, labelled with this build's version and the Node version running it", attributes })
+
+const lagOf = labelled(eventLoopLag)
+const gcOf = labelled(gcSeconds)
+
+const gcKinds: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: "minor",
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: "major",
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: "incremental",
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: "weakcb"
+}
+
+/** `packages/server/package.json`'s version; `unknown` if it cannot be read. */
+const version = (): string => {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
+    const value = typeof parsed === "object" && parsed !== null ? (parsed as { version?: unknown }).version : undefined
+    return typeof value === "string" ? value : "unknown"
+  } catch {
+    return "unknown"
+  }
+}
+
+/**
+ * Starts watching the event loop and the collector for as long as the scope
+ * lasts, and yields what sets the gauges on each scrape.
+ */
+export const make = Effect.gen(function*() {
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
+  /** Seconds of GC by kind since the previous scrape (the counters take what was added). */
+  const pending = new Map<string, number>(Object.values(gcKinds).map((kind) => [kind, 0]))
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = gcKinds[(entry as { readonly detail?: { readonly kind?: number } }).detail?.kind ?? -1] ?? "other"
+      pending.set(kind, (pending.get(kind) ?? 0) + entry.duration / 1000)
+    }
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      observer.disconnect()
+      delay.disable()
+    })
+  )
+  yield* Metric.update(buildInfo({ version: version(), node: process.version }), 1)
+  for (const quantile of ["0.5", "0.99", "1"]) yield* Metric.update(lagOf({ quantile }), 0)
+
+  return Effect.gen(function*() {
+    const memory = process.memoryUsage()
+    yield* Metric.update(residentMemory, memory.rss)
+    yield* Metric.update(heapUsed, memory.heapUsed)
+    yield* Metric.update(heapTotal, memory.heapTotal)
+    yield* Metric.update(externalMemory, memory.external)
+    // In nanoseconds. Scrapes closer together than the sampling (10 ms) find no sample: the last values stay.
+    if (delay.count > 0) {
+      yield* Metric.update(lagOf({ quantile: "0.5" }), delay.percentile(50) / 1e9)
+      yield* Metric.update(lagOf({ quantile: "0.99" }), delay.percentile(99) / 1e9)
+      yield* Metric.update(lagOf({ quantile: "1" }), delay.max / 1e9)
+      delay.reset()
+    }
+    for (const [kind, added] of pending) {
+      yield* Metric.update(gcOf({ kind }), added)
+      pending.set(kind, 0)
+    }
+  })
+})
