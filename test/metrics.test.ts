@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process"
 import { readdir, readFile, readlink } from "node:fs/promises"
 import { type AddressInfo, createServer } from "node:net"
 import { getMetricsFromIterator, type PromHistogramData, type PromLabels, type PromMetric } from "prom2javascript"
@@ -204,7 +205,7 @@ describe("GET /metrics on METRICS_PORT", () => {
     expect(inUse + idle).toBeLessThanOrEqual(10)
   })
 
-  it("reports the process: memory, event-loop delay, time in GC, and which build is running (issue 29)", async () => {
+  it("reports the process: memory, event-loop delay, time in GC, handles, and which build is running (issue 29)", async () => {
     const s = await scrape(metricsPort)
     expect(s.value("process_resident_memory_bytes")).toBeGreaterThan(20 * 1024 * 1024)
     expect(s.value("nodejs_heap_used_bytes")).toBeGreaterThan(1024 * 1024)
@@ -222,7 +223,12 @@ describe("GET /metrics on METRICS_PORT", () => {
       for (let i = 0; i < 20; i++) new Array(100_000).fill(i)
       return (await scrape(metricsPort)).value("nodejs_gc_duration_seconds_total", { kind: "minor" })
     }, { timeout: 15_000, interval: 200 }).toBeGreaterThan(0)
-    expect((await scrape(metricsPort)).value("hearken_build_info", { version: "0.1.0", node: process.version })).toBe(1)
+    const commit = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8" }).trim()
+    const last = await scrape(metricsPort)
+    expect(last.value("hearken_build_info", { version: "0.1.0", commit, node: process.version })).toBe(1)
+    // Both servers listen in this process: at least those two handles, counted by type and in all.
+    expect(last.value("nodejs_active_resources", { type: "TCPServerWrap" })).toBeGreaterThanOrEqual(2)
+    expect(last.value("nodejs_active_resources_total")).toBeGreaterThanOrEqual(last.value("nodejs_active_resources", { type: "TCPServerWrap" }))
   })
 
   it("serves nothing else on the metrics port, and no /metrics on the public port", async () => {

@@ -6,7 +6,8 @@ import { labelled } from "./Metrics.js"
 /**
  * The process's own numbers, read when Prometheus scrapes (issue 29), under
  * the names Prometheus client libraries use for Node: memory, event-loop
- * delay, time in garbage collection, and which build is running. With
+ * delay, time in garbage collection, the handles keeping the event loop
+ * alive, and which build is running. With
  * `METRICS_PORT` only, like every gauge (`MetricsServer.ts`).
  */
 
@@ -26,7 +27,7 @@ const gcSeconds = (attributes: Record<string, string>) =>
     attributes
   })
 const buildInfo = (attributes: Record<string, string>) =>
-  Metric.gauge("hearken_build_info", { description: "1, labelled with this build's version and the Node version running it", attributes })
+  Metric.gauge("hearken_build_info", { description: "1, labelled with this build's version, the commit it was built from, and the Node version running it", attributes })
 
 const lagOf = labelled(eventLoopLag)
 const gcOf = labelled(gcSeconds)
@@ -38,16 +39,39 @@ const gcKinds: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_WEAKCB]: "weakcb"
 }
 
-/** `packages/server/package.json`'s version; `unknown` if it cannot be read. */
-const version = (): string => {
+const readJson = (path: string): Record<string, unknown> => {
   try {
-    const parsed: unknown = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
-    const value = typeof parsed === "object" && parsed !== null ? (parsed as { version?: unknown }).version : undefined
-    return typeof value === "string" ? value : "unknown"
+    const parsed: unknown = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8"))
+    return typeof parsed === "object" && parsed !== null ? parsed as Record<string, unknown> : {}
   } catch {
-    return "unknown"
+    return {}
   }
 }
+
+/**
+ * The version and the commit this build came from, as `build-info.mjs` wrote
+ * them to `dist/build-info.json`; else `package.json`'s version; `unknown`
+ * for what cannot be read.
+ */
+const build = (): { readonly version: string; readonly commit: string } => {
+  const info = readJson("../build-info.json")
+  const text = (value: unknown) => typeof value === "string" && value !== "" ? value : undefined
+  return {
+    version: text(info["version"]) ?? text(readJson("../../package.json")["version"]) ?? "unknown",
+    commit: text(info["commit"]) ?? "unknown"
+  }
+}
+
+/** Handles and requests keeping the event loop alive, by kind (`TCPSocketWrap`, `Timeout`, `FSReqCallback`, …). */
+const activeResources = (attributes: Record<string, string>) =>
+  Metric.gauge("nodejs_active_resources", {
+    description: "Handles and requests keeping the event loop alive, by type",
+    attributes
+  })
+const activeResourcesTotal = Metric.gauge("nodejs_active_resources_total", {
+  description: "Handles and requests keeping the event loop alive"
+})
+const resourcesOf = labelled(activeResources)
 
 /**
  * Starts watching the event loop and the collector for as long as the scope
@@ -71,7 +95,10 @@ export const make = Effect.gen(function*() {
       delay.disable()
     })
   )
-  yield* Metric.update(buildInfo({ version: version(), node: process.version }), 1)
+  const { commit, version } = build()
+  yield* Metric.update(buildInfo({ version, commit, node: process.version }), 1)
+  /** Every type seen so far: one that has gone reads 0 rather than its last count. */
+  const resourceTypes = new Set<string>()
   for (const quantile of ["0.5", "0.99", "1"]) yield* Metric.update(lagOf({ quantile }), 0)
 
   return Effect.gen(function*() {
@@ -87,6 +114,12 @@ export const make = Effect.gen(function*() {
       yield* Metric.update(lagOf({ quantile: "1" }), delay.max / 1e9)
       delay.reset()
     }
+    const resources = process.getActiveResourcesInfo()
+    const counts = new Map<string, number>()
+    for (const type of resources) counts.set(type, (counts.get(type) ?? 0) + 1)
+    for (const type of counts.keys()) resourceTypes.add(type)
+    for (const type of resourceTypes) yield* Metric.update(resourcesOf({ type }), counts.get(type) ?? 0)
+    yield* Metric.update(activeResourcesTotal, resources.length)
     for (const [kind, added] of pending) {
       yield* Metric.update(gcOf({ kind }), added)
       pending.set(kind, 0)
