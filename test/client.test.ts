@@ -1,4 +1,4 @@
-import { makeClient, NotFoundError } from "@hearken/api"
+import { makeClient, NotFoundError } from "@hearken/api/effect"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
