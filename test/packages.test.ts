@@ -296,6 +296,24 @@ describe("a consumer", () => {
     expect(out.widgetMode).toBe("launcher")
   }, 60_000)
 
+  it("type-checks every ts block of packages/api/README.md and packages/widget/README.md as a consumer", async () => {
+    const dir = join(app(), "readme")
+    await mkdir(dir)
+    await writeFile(join(dir, "tsconfig.json"), JSON.stringify(tsconfig))
+    let count = 0
+    for (const name of ["api", "widget"]) {
+      const readme = await readFile(join(root, "packages", name, "README.md"), "utf8")
+      for (const [, code] of readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)) {
+        await writeFile(join(dir, `${name}-${++count}.ts`), code!)
+      }
+    }
+    expect(count).toBe(4)
+    // In the consumer project, so the blocks import its node_modules.
+    await run(join(app(), "node_modules/.bin/tsc"), ["-p", dir], { cwd: dir }).catch((error) => {
+      throw new Error(`tsc failed on the READMEs' blocks:\n${error.stdout}${error.stderr}`)
+    })
+  }, 60_000)
+
   it("gets the thin client's exact types without effect installed, and imports the root without it", async () => {
     const dir = join(work, "thin-only")
     expect(existsSync(join(dir, "node_modules/effect"))).toBe(false)
