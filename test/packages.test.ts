@@ -215,6 +215,21 @@ describe("the tarballs", () => {
     ].sort())
   })
 
+  it("declare themselves public, MIT, ES modules, with effect an optional peer of @hearken/api and @hearken/api a range of the widget's", async () => {
+    const manifest = async (name: string) =>
+      JSON.parse(await readFile(join(app(), "node_modules/@hearken", name, "package.json"), "utf8")) as Record<string, unknown>
+    const [apiManifest, widgetManifest] = await Promise.all([manifest("api"), manifest("widget")])
+    for (const m of [apiManifest, widgetManifest]) {
+      expect(m).toMatchObject({ version: "0.1.0", license: "MIT", type: "module", publishConfig: { access: "public" } })
+      expect(m["private"]).toBeUndefined()
+    }
+    expect(apiManifest["dependencies"]).toBeUndefined()
+    expect(apiManifest["peerDependencies"]).toEqual({ effect: `^${versionOf("effect")}` })
+    expect(apiManifest["peerDependenciesMeta"]).toEqual({ effect: { optional: true } })
+    expect(Object.keys(apiManifest["exports"] as object)).toEqual([".", "./thin", "./effect", "./package.json"])
+    expect(widgetManifest["dependencies"]).toEqual({ "@hearken/api": "^0.1.0" })
+  })
+
   it("carry the repository's LICENSE", async () => {
     const license = await readFile(join(root, "LICENSE"), "utf8")
     for (const name of ["api", "widget"]) {
