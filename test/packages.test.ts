@@ -28,11 +28,13 @@ const versionOf = (name: string) =>
 
 /**
  * npm as a user runs it: none of the `npm_*` variables of the `npm test`
- * that may have started this file (they name this repository's workspaces
- * and prefix), and the machine's cache first, so an install takes seconds.
+ * that may have started this file (they name this repository's package,
+ * workspaces and prefix) but the machine's registry, cache and proxy
+ * settings, with the cache first, so an install takes seconds.
  */
+const machineSetting = /^npm_config_(registry|cache|userconfig|proxy|https_proxy|noproxy|cafile|strict_ssl)$/i
 const npmEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith("npm_"))),
+  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key) || machineSetting.test(key))),
   npm_config_prefer_offline: "true",
   npm_config_audit: "false",
   npm_config_fund: "false",
