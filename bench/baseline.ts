@@ -31,7 +31,7 @@
  * Answers have the spec's JSON shapes; `load/load.ts` checks that both servers
  * answer the same before it loads them.
  */
-import { Limits, postCreatedEventType, publicMaxAgeSeconds, RateLimits } from "@hearken/api"
+import { Limits, postCreatedEventType, publicMaxAgeSeconds, RateLimits } from "@hearken/api/effect"
 import { Option } from "effect"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"

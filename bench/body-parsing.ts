@@ -18,7 +18,7 @@
  * `--size KIB` sets the hostile bodies' size (default 1024: the issue's case;
  * the limit is 512 KiB now, so those are refused by their size).
  */
-import { FeedbackRequest, Limits } from "@hearken/api"
+import { FeedbackRequest, Limits } from "@hearken/api/effect"
 import { Schema } from "effect"
 import { Agent, request } from "node:http"
 import { shapeError } from "../packages/server/dist/http/BodyLimits.js"

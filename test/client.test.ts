@@ -1,4 +1,4 @@
-import { makeClient, NotFoundError } from "@hearken/api"
+import { makeClient, NotFoundError, withIdempotencyKey } from "@hearken/api/effect"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
@@ -54,5 +54,18 @@ describe("the derived typed client", () => {
       return [privateBoard._tag, token._tag]
     }))
     expect(tags).toEqual(["DataValidationError", "UnauthorizedError"])
+  })
+
+  it("sends withIdempotencyKey's key: a retry with it answers the first post, and another key makes another", async () => {
+    const payload = { organizationId: "org_acme", boardId: "b_feat", title: "Once only", content: "<p>retried</p>" }
+    const [first, retried, other] = await Effect.runPromise(Effect.gen(function*() {
+      const client = yield* makeClient(server.origin)
+      const send = (key: string) => client.widget.feedback({ payload }).pipe(withIdempotencyKey(key))
+      return [yield* send("effect-client-1"), yield* send("effect-client-1"), yield* send("effect-client-2")]
+    }))
+    expect(retried).toEqual(first)
+    expect(other.id).not.toBe(first!.id)
+    const rows = await server.db.query<{ id: string }>((sql) => sql`SELECT id FROM posts WHERE title = 'Once only' ORDER BY id`)
+    expect(rows.map((row) => row.id).sort()).toEqual([first!.id, other!.id].sort())
   })
 })

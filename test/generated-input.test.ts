@@ -13,7 +13,7 @@
  * take seconds). FC_SEED replays a run; FC_RUNS changes the count.
  */
 import SwaggerParser from "@apidevtools/swagger-parser"
-import { FeedbackRequest, SuggestionsRequest } from "@hearken/api"
+import { FeedbackRequest, SuggestionsRequest } from "@hearken/api/effect"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { Arbitrary, Effect } from "effect"
 import fc from "fast-check"

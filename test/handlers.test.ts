@@ -11,7 +11,7 @@ import {
   type SuggestionsRequest,
   UnauthorizedError,
   Update
-} from "@hearken/api"
+} from "@hearken/api/effect"
 import { ConfigProvider, Context, Effect, Layer, Logger, Schema, type Scope } from "effect"
 import { HttpClientRequest, type HttpClientResponse, HttpServer, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiTest } from "effect/http-api"

@@ -1,4 +1,4 @@
-import { Limits } from "@hearken/api"
+import { Limits } from "@hearken/api/effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { flood, type FloodRequest, productionNodeOptions } from "./support/flood.js"

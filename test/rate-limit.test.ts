@@ -265,7 +265,7 @@ describe("when Redis fails", () => {
 
 describe("the limits table (decision 0012)", () => {
   it("has exactly one limit per widget endpoint and one for /docs, and the OpenAPI descriptions quote them", async () => {
-    const { HearkenApi, RateLimits } = await import("@hearken/api")
+    const { HearkenApi, RateLimits } = await import("@hearken/api/effect")
     const { OpenApi } = await import("effect/http-api")
     const spec = OpenApi.fromApi(HearkenApi) as any
     const widget = Object.entries<Record<string, any>>(spec.paths).filter(([path]) => path.startsWith("/api/widget/v1/"))

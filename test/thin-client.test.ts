@@ -1,6 +1,6 @@
-import { FeedbackRequest, HearkenApi, SuggestionsRequest } from "@hearken/api"
+import { FeedbackRequest, HearkenApi, SuggestionsRequest } from "@hearken/api/effect"
 import { type Answer, makeThinClient, type Payload, type Query, routes, type ServerError, type Success } from "@hearken/api/thin"
-import type { Board, CreatedPost, SuggestionMatch, Update } from "@hearken/api"
+import type { Board, CreatedPost, SuggestionMatch, Update } from "@hearken/api/effect"
 import { OpenApi } from "effect/http-api"
 import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"

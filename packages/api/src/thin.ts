@@ -1,35 +1,41 @@
 /**
- * The thin typed client: `fetch` and nothing else at run time, for browsers
- * and widgets. Every request, answer and error type is derived from the API
- * definition (`WidgetGroup` in `Api.ts`) through TypeScript's types; the only
- * runtime data, each endpoint's method and path, is checked against the
- * definition at compile time. Import it as `@hearken/api/thin`: it pulls no
- * Effect code into a bundle (`import type` only).
+ * The thin typed client, the package's root (`@hearken/api`; `@hearken/api/thin`
+ * is the same module): `fetch` and nothing else at run time, for browsers,
+ * widgets and servers alike. Its types are the plain ones of `wire.ts`, which
+ * `wire-check.ts` proves equal to what the API definition (`WidgetGroup` in
+ * `Api.ts`) derives; so neither its code nor its declarations need `effect`.
  */
-import type { Schema } from "effect"
-import type { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
-import type { WidgetGroup } from "./Api.js"
+import type { WidgetEndpoints } from "./wire.js"
 
 export { Limits, RateLimits, rateLimitWindowMs, type RateLimitedEndpoint } from "./limits.js"
-
-type Widget = HttpApiGroup.Endpoints<typeof WidgetGroup>
+export type {
+  Board,
+  CreatedPost,
+  DataValidationError,
+  FeedbackRequest,
+  InternalServerError,
+  NotFoundError,
+  OrganizationQuery,
+  RateLimitExceededError,
+  RateLimitUnavailableError,
+  SuggestionMatch,
+  SuggestionsRequest,
+  Timestamp,
+  UnauthorizedError,
+  Update,
+  WidgetEndpoints
+} from "./wire.js"
 
 /** The widget endpoints' identifiers: `boards`, `updates`, `suggestions`, `feedback`. */
-export type EndpointId = HttpApiEndpoint.Identifier<Widget>
-type Endpoint<Id extends EndpointId> = HttpApiEndpoint.WithIdentifier<Widget, Id>
-
-/** The schema an endpoint declared, under the JSON or query-string codec HttpApi wraps it in. */
-type Declared<T> = T extends Schema.toCodecJson<infer S> ? S : T extends Schema.toCodecStringTree<infer S> ? S : T
+export type EndpointId = keyof WidgetEndpoints
 
 /** What an endpoint takes in its query string or body, and answers on 200, as JSON. */
-export type Query<Id extends EndpointId> = Declared<Endpoint<Id>["~Query"]>["Encoded"]
-export type Payload<Id extends EndpointId> = Declared<Endpoint<Id>["~Payload"]>["Encoded"]
-export type Success<Id extends EndpointId> = Declared<Endpoint<Id>["~Success"]>["Encoded"]
+export type Query<Id extends EndpointId> = WidgetEndpoints[Id]["query"]
+export type Payload<Id extends EndpointId> = WidgetEndpoints[Id]["payload"]
+export type Success<Id extends EndpointId> = WidgetEndpoints[Id]["success"]
 
 /** The errors an endpoint (with its middlewares) may answer, as JSON: a union discriminated by `_tag`. */
-export type ServerError<Id extends EndpointId> =
-  | Declared<Endpoint<Id>["~Error"]>["Encoded"]
-  | Declared<HttpApiMiddleware.ErrorSchema<Endpoint<Id>["~Middleware"]>>["Encoded"]
+export type ServerError<Id extends EndpointId> = WidgetEndpoints[Id]["error"]
 
 /** A refused or failed call. 429 and 503 carry `Retry-After` in seconds; `NetworkError` is the browser's (offline, CORS). */
 export type ClientError<Id extends EndpointId> =
@@ -47,7 +53,7 @@ export type Answer<Id extends EndpointId> =
 export type CachedAnswer<Id extends EndpointId> = Answer<Id> | { readonly ok: true; readonly notModified: true; readonly etag: string }
 
 /** Method and path of every widget endpoint: a wrong or missing one does not compile. */
-export const routes: { readonly [Id in EndpointId]: { readonly method: Endpoint<Id>["method"]; readonly path: Endpoint<Id>["path"] } } = {
+export const routes: { readonly [Id in EndpointId]: { readonly method: WidgetEndpoints[Id]["method"]; readonly path: WidgetEndpoints[Id]["path"] } } = {
   suggestions: { method: "POST", path: "/api/widget/v1/suggestions" },
   feedback: { method: "POST", path: "/api/widget/v1/feedback" },
   boards: { method: "GET", path: "/api/widget/v1/boards" },
@@ -60,7 +66,7 @@ export const routes: { readonly [Id in EndpointId]: { readonly method: Endpoint<
  * server's CORS middleware (`Edge.ts`) allows and exposes exactly them, so the
  * two cannot drift: a header the client sends that the preflight does not
  * allow makes the browser refuse the whole request (decision 0015).
- * They live here so that this module stays one file with no imports.
+ * They live here so that this module imports nothing at run time.
  *
  * `requestHeaders`: what the clients send outside the CORS safelist; the
  * preflight allows exactly these.

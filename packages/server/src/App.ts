@@ -1,5 +1,5 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import { HearkenApi } from "@hearken/api"
+import { HearkenApi } from "@hearken/api/effect"
 import { Effect, Layer, References } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"

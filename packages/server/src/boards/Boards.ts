@@ -1,4 +1,4 @@
-import { Board } from "@hearken/api"
+import { Board } from "@hearken/api/effect"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 

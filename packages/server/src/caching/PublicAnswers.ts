@@ -1,4 +1,4 @@
-import { Board, publicMaxAgeSeconds, type Update } from "@hearken/api"
+import { Board, publicMaxAgeSeconds, type Update } from "@hearken/api/effect"
 import { Clock, Context, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"

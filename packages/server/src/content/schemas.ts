@@ -1,4 +1,4 @@
-import { RequestString } from "@hearken/api"
+import { RequestString } from "@hearken/api/effect"
 import { Schema } from "effect"
 
 /** An absolute `http:` or `https:` URL. */

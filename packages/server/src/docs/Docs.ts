@@ -1,4 +1,4 @@
-import { NotFoundError } from "@hearken/api"
+import { NotFoundError } from "@hearken/api/effect"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import * as ErrorBodies from "../http/ErrorBodies.js"

@@ -1,4 +1,4 @@
-import { HearkenApi } from "@hearken/api"
+import { HearkenApi } from "@hearken/api/effect"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiScalar, OpenApi } from "effect/http-api"

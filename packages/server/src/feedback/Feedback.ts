@@ -5,7 +5,7 @@ import {
   InternalServerError,
   NotFoundError,
   UnauthorizedError
-} from "@hearken/api"
+} from "@hearken/api/effect"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"

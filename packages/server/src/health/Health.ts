@@ -1,4 +1,4 @@
-import { HearkenApi, InternalServerError } from "@hearken/api"
+import { HearkenApi, InternalServerError } from "@hearken/api/effect"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"

@@ -1,4 +1,4 @@
-import { DataValidationError, Limits } from "@hearken/api"
+import { DataValidationError, Limits } from "@hearken/api/effect"
 
 /**
  * How large and how elaborate a request body may be, derived from the field

@@ -1,5 +1,5 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import { InternalServerError } from "@hearken/api"
+import { InternalServerError } from "@hearken/api/effect"
 import { Context, Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"

@@ -1,4 +1,4 @@
-import { DataValidationError } from "@hearken/api"
+import { DataValidationError } from "@hearken/api/effect"
 import { requestHeaders, responseHeaders } from "@hearken/api/thin"
 import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"

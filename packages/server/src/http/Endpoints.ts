@@ -1,4 +1,4 @@
-import { HearkenApi } from "@hearken/api"
+import { HearkenApi } from "@hearken/api/effect"
 import { HttpApi } from "effect/http-api"
 
 /**

@@ -1,4 +1,4 @@
-import { type ApiError, ApiErrors } from "@hearken/api"
+import { type ApiError, ApiErrors } from "@hearken/api/effect"
 import { Cause, Option, Schema } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"
 

@@ -1,4 +1,4 @@
-import { DataValidationError, InternalServerError } from "@hearken/api"
+import { DataValidationError, InternalServerError } from "@hearken/api/effect"
 import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import * as ErrorBodies from "./ErrorBodies.js"

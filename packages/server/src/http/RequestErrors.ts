@@ -1,4 +1,4 @@
-import { DataValidationError, InternalServerError, RequestErrors } from "@hearken/api"
+import { DataValidationError, InternalServerError, RequestErrors } from "@hearken/api/effect"
 import { ByteSize, Cause, Effect, Layer, Result } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"

@@ -1,4 +1,4 @@
-import { DataValidationError, HearkenApi, idempotencyKeyPattern } from "@hearken/api"
+import { DataValidationError, HearkenApi, idempotencyKeyPattern } from "@hearken/api/effect"
 import { requestHeaders } from "@hearken/api/thin"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"

@@ -1,4 +1,4 @@
-import { ClientRecord, RequestString } from "@hearken/api"
+import { ClientRecord, RequestString } from "@hearken/api/effect"
 import { Schema } from "effect"
 import { HttpUrl } from "../content/schemas.js"
 

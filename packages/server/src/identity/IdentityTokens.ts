@@ -1,4 +1,4 @@
-import { UnauthorizedError } from "@hearken/api"
+import { UnauthorizedError } from "@hearken/api/effect"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose"

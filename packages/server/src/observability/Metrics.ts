@@ -1,4 +1,4 @@
-import { RateLimits } from "@hearken/api"
+import { RateLimits } from "@hearken/api/effect"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
 import { ServerConfig } from "../config.js"

@@ -1,5 +1,5 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import { InternalServerError } from "@hearken/api"
+import { InternalServerError } from "@hearken/api/effect"
 import { Effect, Layer, Option } from "effect"
 import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"

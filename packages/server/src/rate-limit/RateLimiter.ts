@@ -1,4 +1,4 @@
-import { rateLimitWindowMs } from "@hearken/api"
+import { rateLimitWindowMs } from "@hearken/api/effect"
 import { Clock, Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { Redis, type RedisOptions } from "ioredis"
 import * as BoundedCache from "../caching/BoundedCache.js"

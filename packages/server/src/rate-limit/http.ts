@@ -5,7 +5,7 @@ import {
   RateLimits,
   RateLimitUnavailableError,
   type WidgetEndpoint
-} from "@hearken/api"
+} from "@hearken/api/effect"
 import { Context, Effect, Layer } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"

@@ -1,4 +1,4 @@
-import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api"
+import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api/effect"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as BoundedCache from "../caching/BoundedCache.js"

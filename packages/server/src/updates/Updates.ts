@@ -1,4 +1,4 @@
-import { Update } from "@hearken/api"
+import { Update } from "@hearken/api/effect"
 import { Array as Arr, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Sanitizer, sanitizerVersion } from "../content/Sanitizer.js"

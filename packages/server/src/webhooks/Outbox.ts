@@ -1,4 +1,4 @@
-import { PostCreatedEvent, postCreatedEventType } from "@hearken/api"
+import { PostCreatedEvent, postCreatedEventType } from "@hearken/api/effect"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { randomUUID } from "node:crypto"

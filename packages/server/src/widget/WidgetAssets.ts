@@ -1,4 +1,4 @@
-import { NotFoundError } from "@hearken/api"
+import { NotFoundError } from "@hearken/api/effect"
 import { Effect, Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
