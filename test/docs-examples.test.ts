@@ -94,6 +94,46 @@ describe("every code block has a kind the test knows", () => {
   }
 })
 
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
+const anchorsOf = (text: string) => {
+  const seen = new Map<string, number>()
+  const anchors = new Set<string>()
+  let inFence = false
+  for (const line of text.split("\n")) {
+    if (/^\s*(```|~~~)/.test(line)) inFence = !inFence
+    const heading = inFence ? null : /^#{1,6}\s+(.*)$/.exec(line)
+    if (heading === null) continue
+    const base = heading[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-")
+    const n = seen.get(base) ?? 0
+    seen.set(base, n + 1)
+    anchors.add(n === 0 ? base : `${base}-${n}`)
+  }
+  return anchors
+}
+
+describe("every relative link leads to a file, and its #anchor to a heading there", () => {
+  for (const file of documents) {
+    it(file, () => {
+      const text = readFileSync(join(root, file), "utf8")
+      const prose = text.replace(/^(\s*)(```|~~~)[\s\S]*?^\1\2\s*$/gm, "")
+      const problems: Array<string> = []
+      for (const [, target = ""] of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target)) continue
+        const [path = "", anchor] = target.split("#")
+        const resolved = path === "" ? join(root, file) : join(root, file, "..", path)
+        if (!existsSync(resolved)) {
+          problems.push(`${file}: ${target}: no such file`)
+          continue
+        }
+        if (anchor !== undefined && resolved.endsWith(".md") && !anchorsOf(readFileSync(resolved, "utf8")).has(anchor)) {
+          problems.push(`${file}: ${target}: no heading with that anchor`)
+        }
+      }
+      expect(problems).toEqual([])
+    })
+  }
+})
+
 const run = (command: string, env: Record<string, string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile("sh", ["-c", command], { cwd: root, env: { PATH: process.env["PATH"] ?? "", ...env }, timeout: 20_000 }, (error, stdout, stderr) => {
