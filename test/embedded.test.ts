@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, spawnServer, waitForHealth } from "./support/process.js"
 
-describe("npm start, as the README says", () => {
+describe("npm start, as README.md says", () => {
   it("serves /health and the demo boards with no DATABASE_URL", async () => {
     const port = await freePort()
     const root = join(import.meta.dirname, "..")

@@ -9,6 +9,8 @@ import { eventually } from "./support/wait.js"
 import { postJson } from "./support/server.js"
 
 /**
+ * The commands docs/webhooks.md ("Operating deliveries") gives: `npm run worker` and `npm run webhooks`.
+ *
  * Webhook delivery across real processes: the server as a process manager
  * runs it, dedicated workers (`npm run worker`), and the operator's CLI
  * (`npm run webhooks`), all on one PostgreSQL database.

@@ -93,7 +93,7 @@ beforeAll(async () => {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x")
     if (url.pathname === "/cover.png") return void res.writeHead(200, { "content-type": "image/png" }).end(cover)
-    // `?csp`: the policy the README gives a site with a CSP of its own (and inline scripts, for this page's recorder).
+    // `?csp`: the policy docs/widget.md gives a site with a CSP of its own (and inline scripts, for this page's recorder).
     const csp = url.searchParams.has("csp") ? { "content-security-policy": `default-src 'self'; frame-src ${apiOrigin}; script-src ${apiOrigin} 'unsafe-inline'` } : {}
     res.writeHead(200, { "content-type": "text/html; charset=utf-8", ...csp })
     res.end(url.pathname === "/evil" ? evilPage : shopPage(apiOrigin, url))
