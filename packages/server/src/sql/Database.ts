@@ -22,10 +22,19 @@ const unreachable = (error: unknown) => {
 export const migrate = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // The migrator's own transaction nests in this one (a savepoint), so the setting covers every migration.
-  yield* sql.withTransaction(Effect.andThen(sql`SET LOCAL statement_timeout = 0`, runMigrations))
+  return yield* sql.withTransaction(Effect.andThen(sql`SET LOCAL statement_timeout = 0`, runMigrations))
 }).pipe(
-  Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis"), while: (error) => !unreachable(error) })
+  Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis"), while: (error) => !unreachable(error) }),
+  // One line at each start (docs/operations.md: "Upgrades"): what this start applied, or that there was nothing to apply.
+  Effect.tap((applied) =>
+    applied.length > 0
+      ? Effect.logInfo(`Migrations applied: ${applied.map(([id, name]) => migrationName(id, name)).join(", ")}`)
+      : Effect.flatMap(loader, (all) => Effect.logInfo(`Database schema up to date (${all.length} migrations)`))
+  )
 )
+
+/** As the file is named: `0016_webhook_previous_secrets`. */
+const migrationName = (id: number, name: string) => `${String(id).padStart(4, "0")}_${name}`
 
 /** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Gauges.ts`) count them there. */
 export const applicationName = `hearken ${process.pid}-${Math.random().toString(36).slice(2, 8)}`
