@@ -74,6 +74,11 @@ describe("LOG_FORMAT=json", () => {
       expect(new Date(String(entry["timestamp"])).toISOString()).toBe(entry["timestamp"])
     }
     expect(entries.some((entry) => entry["level"] === "INFO" && String(entry["message"]).startsWith("Listening on"))).toBe(true)
+    // The first start on a fresh database names every migration it applied, in order (docs/operations.md: "Upgrades").
+    const migrations = entries.filter((entry) => String(entry["message"]).startsWith("Migrations applied: "))
+    expect(migrations).toHaveLength(1)
+    expect(migrations[0]!["level"]).toBe("INFO")
+    expect(migrations[0]!["message"]).toMatch(/^Migrations applied: 0001_initial, 0002_contacts, (\d{4}_[a-z0-9_]+, )*0016_webhook_previous_secrets(, \d{4}_[a-z0-9_]+)*$/)
 
     // Logged once, with its cause and the ids of the span it happened in.
     const errors = entries.filter((entry) => entry["level"] === "ERROR")
@@ -106,6 +111,9 @@ describe("LOG_FORMAT=json", () => {
     expect(line).toMatch(/^\[[^\]]+\] ERROR /)
     expect(line).not.toContain("traceId")
     expect(() => JSON.parse(line)).toThrow()
+    // The second start on the same database has nothing to apply, and says so.
+    expect(lines(server.stdout()).filter((line) => /Migrations applied|Database schema/.test(line)))
+      .toEqual([expect.stringMatching(/^\[[^\]]+\] INFO \(#\d+\): Database schema up to date \((1[6-9]|[2-9]\d) migrations\)$/)])
     expect(await servers.stop(server)).toBe(0)
   })
 })

@@ -20,6 +20,10 @@ import { eventually } from "./support/wait.js"
  */
 
 const password = "hunter2-Pa55"
+
+/** What DASHBOARD_ORIGIN and PUBLIC_URL must be (test/config-audit.test.ts has every variable). */
+const origin = "an http(s) origin: scheme, host and optional port, one origin (not a list), " +
+  "without a path, query, fragment or user name (e.g. https://feedback.example.com)"
 const run = promisify(execFile)
 
 /** Runs the server with `env` until it exits (at most `guardMs`: a hang fails) and yields what it printed. */
@@ -177,7 +181,7 @@ describe.concurrent("start-up stops with one line on stderr and exit code 1", { 
       ["https://app.example/admin", "https://app.example/admin"]
     ])("DASHBOARD_ORIGIN=%s", async (value, shown) => {
       const result = await failedStart({ PGLITE_DIR: "memory", DASHBOARD_ORIGIN: value })
-      expect(result.stderr).toBe(`hearken: Invalid configuration: DASHBOARD_ORIGIN must be an http(s) origin, got "${shown}"\n`)
+      expect(result.stderr).toBe(`hearken: Invalid configuration: DASHBOARD_ORIGIN must be ${origin}, got "${shown}"\n`)
       expect(result.code).toBe(1)
     })
 
@@ -221,7 +225,7 @@ describe("configuration: one line within 5 s, no credential printed", { timeout:
     REDIS_URL: { scheme: "redis", must: "a redis:// or rediss:// URL", secret: true },
     EMBEDDINGS_URL: { scheme: "http", must: "an http(s) URL", secret: false },
     PUBLIC_URL: { scheme: "https", must: "an http(s) URL", secret: false },
-    DASHBOARD_ORIGIN: { scheme: "https", must: "an http(s) origin", secret: false },
+    DASHBOARD_ORIGIN: { scheme: "https", must: origin, secret: false },
     OTEL_EXPORTER_OTLP_ENDPOINT: { scheme: "http", must: "an http(s) URL", secret: false }
   } as const
 
@@ -252,11 +256,12 @@ describe("configuration: one line within 5 s, no credential printed", { timeout:
         DATABASE_URL: withPassword(db.url),
         // Nothing listens on port 1: the limiter and the exporter fail, and say so.
         REDIS_URL: `redis://admin:${encoded}@127.0.0.1:1/0`,
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://admin:${encoded}@127.0.0.1:1/otlp`,
+        // (PUBLIC_URL, DASHBOARD_ORIGIN and OTEL_EXPORTER_OTLP_ENDPOINT refuse user info: test/config-audit.test.ts.)
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1/otlp",
         OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer%20${pieces[1]}`,
         OTEL_BSP_SCHEDULE_DELAY: "100",
-        PUBLIC_URL: `https://admin:${encoded}@feedback.example`,
-        DASHBOARD_ORIGIN: `https://admin:${encoded}@app.example`,
+        PUBLIC_URL: "https://feedback.example",
+        DASHBOARD_ORIGIN: "https://app.example",
         EMBEDDINGS_URL: "http://127.0.0.1:1/v1",
         EMBEDDINGS_API_KEY: `sk-${pieces[2]}`,
         LOG_LEVEL: "debug"

@@ -1,4 +1,5 @@
 import { Config, ConfigProvider, Context, Effect, Layer, type LogLevel, Option, Redacted, Schema, SchemaIssue, SchemaTransformation } from "effect"
+import { isIP } from "node:net"
 import { fixtureFileProblem } from "./fixtures/FixtureFile.js"
 import { printableUrl } from "./redaction.js"
 
@@ -26,7 +27,7 @@ const Integer = digits(/^\d+$/)
 
 const Decimal = digits(/^\d+(\.\d+)?$/)
 
-const Milliseconds = (maximum: number, message = "a number of milliseconds") => Integer(1, maximum, message)
+const Milliseconds = (maximum: number, message = `a number of milliseconds between 1 and ${maximum}`) => Integer(1, maximum, message)
 
 /** 0 to 65535: PORT=0 picks a free port, and `Config.Port` refuses 0. */
 const Port = Integer(0, 65535, "a port number between 0 and 65535")
@@ -56,19 +57,42 @@ const UrlString = (protocols: ReadonlyArray<string>, message: string) =>
 const HttpUrl = (message: string) =>
   UrlString(["http:", "https:"], message).pipe(Schema.decodeTo(Schema.URL, SchemaTransformation.urlFromString))
 
+/** What `Origin` refuses, in words: a start-up line names the variable and the value after it. */
+const originWords = "an http(s) origin: scheme, host and optional port, one origin (not a list), " +
+  "without a path, query, fragment or user name (e.g. https://feedback.example.com)"
+
 /**
  * One origin: scheme, host and port, nothing after them but an optional `/`.
  * (`https://a.com,https://b.com` parses as a URL whose host is `a.com,https`:
  * a list written as one value is refused, not read as a wrong origin.) User
- * info is allowed and dropped, as before.
+ * info, a path, a query or a fragment mean nothing in an origin: refused
+ * (issue 29), where they were once dropped. `message` is for a value that is
+ * no http(s) URL at all.
  */
 const Origin = (message: string) =>
-  HttpUrl(message).check(Schema.makeFilter((url) => {
-    const bare = new URL(url.href)
-    bare.username = ""
-    bare.password = ""
-    return /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/i.test(url.hostname) && (bare.href === url.origin || bare.href === `${url.origin}/`)
-  }, { message }))
+  HttpUrl(message).check(Schema.makeFilter((url) =>
+    /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/i.test(url.hostname) && (url.href === url.origin || url.href === `${url.origin}/`), {
+    message: originWords
+  }))
+
+/** No query and no fragment: where a path is appended (`/v1/traces`, `/embeddings`), they would be sent or lost. */
+const withoutQuery = (message: string) =>
+  Schema.URL.check(Schema.makeFilter((url) => url.search === "" && url.hash === "", { message }))
+
+/**
+ * An address to listen on: an IP address (IPv6 with or without brackets) or a host name, with
+ * no scheme, port or path (`HOST`, `METRICS_HOST`).
+ */
+const ListenAddress = Schema.String.check(Schema.makeFilter((value) =>
+  isIP(value.replace(/^\[(.*)\]$/, "$1")) !== 0 || /^[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/i.test(value), {
+  message: "an IP address or host name to listen on, such as 0.0.0.0, ::, 127.0.0.1 or localhost (no scheme, port or path)"
+})).pipe(Schema.decodeTo(Schema.String, SchemaTransformation.transform({
+  decode: (value) => value.replace(/^\[(.*)\]$/, "$1"),
+  encode: (value) => value
+})))
+
+/** A name or key that goes into a header or a JSON field as it is: no spaces, no control characters. */
+const Token = (message: string) => Schema.String.check(Schema.isPattern(/^[\x21-\x7e\u00a0-\uffff]+$/, { message }))
 
 /** No `user:password@`: where credentials go elsewhere (`fetch` refuses a URL holding them). */
 const withoutUserInfo = (message: string) =>
@@ -156,14 +180,20 @@ const flag = (name: string, fallback: boolean) =>
 
 const embeddings = Config.all({
   url: Config.option(Config.schema(
-    HttpUrl("an http(s) URL").pipe(Schema.decodeTo(
-      withoutUserInfo("a URL without a user name or password (give the key as EMBEDDINGS_API_KEY)")
-    )),
+    HttpUrl("an http(s) URL").pipe(
+      Schema.decodeTo(withoutUserInfo("a URL without a user name or password (give the key as EMBEDDINGS_API_KEY)")),
+      Schema.decodeTo(withoutQuery("an http(s) URL without a query or fragment (the API's base, e.g. https://api.openai.com/v1)"))
+    ),
     "EMBEDDINGS_URL"
   )),
-  model: Config.String("EMBEDDINGS_MODEL").pipe(Config.withDefault("text-embedding-3-small")),
+  model: Config.schema(Token("a model name without spaces or control characters"), "EMBEDDINGS_MODEL").pipe(
+    Config.withDefault("text-embedding-3-small")
+  ),
   dimensions: Config.schema(Integer(1, 16000, "an integer between 1 and 16000"), "EMBEDDINGS_DIMENSIONS").pipe(Config.withDefault(1536)),
-  apiKey: Config.option(Config.Redacted("EMBEDDINGS_API_KEY"))
+  apiKey: Config.option(Config.schema(
+    Schema.RedactedFromValue(Token("the key alone, without \"Bearer\", spaces or control characters")),
+    "EMBEDDINGS_API_KEY"
+  ))
 }).pipe(Config.map(({ url, ...embeddings }) => Option.map(url, (url) => ({ url, ...embeddings }))))
 
 const timeouts = Config.all({
@@ -204,8 +234,12 @@ const tracesUrl = (endpoint: URL) => {
   return url
 }
 
-/** Traces and logs (decision 0013): `observability/Tracing.ts`, `observability/Logging.ts`. */
-const tracingTo = (endpoint: URL) =>
+/**
+ * Traces and logs (decision 0013): `observability/Tracing.ts`, `observability/Logging.ts`. Read
+ * and checked whether or not `OTEL_EXPORTER_OTLP_ENDPOINT` is set: a bad value is refused even
+ * before it would matter.
+ */
+const tracingSettings =
   Config.all({
     /** `OTEL_RESOURCE_ATTRIBUTES`, `key=value` pairs. */
     resourceAttributes: Config.schema(KeyValues, "OTEL_RESOURCE_ATTRIBUTES").pipe(Config.withDefault<typeof KeyValues.Type>({})),
@@ -226,7 +260,10 @@ const tracingTo = (endpoint: URL) =>
         Schema.Literals(["http/protobuf", "http/json"]).annotate({ message: "http/protobuf or http/json" }),
         "OTEL_EXPORTER_OTLP_PROTOCOL"
       ).pipe(Config.withDefault("http/protobuf")),
-      serviceName: Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault(resourceAttributes["service.name"] ?? "hearken")),
+      serviceName: Config.schema(
+        Schema.String.check(Schema.isPattern(/^[^\x00-\x1f\x7f]+$/, { message: "a name without control characters" })),
+        "OTEL_SERVICE_NAME"
+      ).pipe(Config.withDefault(resourceAttributes["service.name"] ?? "hearken")),
       /** `OTEL_EXPORTER_OTLP_HEADERS`, often a collector's API key. */
       headers: Config.schema(Schema.RedactedFromValue(KeyValues), "OTEL_EXPORTER_OTLP_HEADERS").pipe(
         Config.withDefault(Redacted.make<typeof KeyValues.Type>({}))
@@ -238,26 +275,30 @@ const tracingTo = (endpoint: URL) =>
         Milliseconds(600_000, "a number of milliseconds between 1 and 600000"),
         "OTEL_EXPORTER_OTLP_TIMEOUT"
       ).pipe(Config.withDefault(10_000))
-    }).pipe(Config.map((rest) => ({
-      /** Where spans are POSTed: `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`. */
-      url: tracesUrl(endpoint),
-      resourceAttributes,
-      maxQueueSize,
-      ...rest
-    })))
+    }).pipe(Config.map((rest) => ({ resourceAttributes, maxQueueSize, ...rest })))
   ))
 
-/** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the other OTEL_ variables are read only then). */
-const tracing = Config.option(Config.schema(HttpUrl("an http(s) URL"), "OTEL_EXPORTER_OTLP_ENDPOINT")).pipe(
-  Config.flatMap(Option.match({
-    onNone: () => Config.succeed(Option.none()),
-    onSome: (endpoint) => Config.map(tracingTo(endpoint), Option.some)
+/** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
+const tracing = Config.all({
+  endpoint: Config.option(Config.schema(
+    HttpUrl("an http(s) URL").pipe(
+      Schema.decodeTo(withoutUserInfo("a URL without a user name or password (give credentials as OTEL_EXPORTER_OTLP_HEADERS)")),
+      Schema.decodeTo(withoutQuery("an http(s) URL without a query or fragment (/v1/traces is appended to its path)"))
+    ),
+    "OTEL_EXPORTER_OTLP_ENDPOINT"
+  )),
+  settings: tracingSettings
+}).pipe(Config.map(({ endpoint, settings }) =>
+  Option.map(endpoint, (endpoint) => ({
+    /** Where spans are POSTed: `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`. */
+    url: tracesUrl(endpoint),
+    ...settings
   }))
-)
+))
 
 const serverConfig = Config.all({
   port: Config.schema(Port, "PORT").pipe(Config.withDefault(3000)),
-  host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+  host: Config.schema(ListenAddress, "HOST").pipe(Config.withDefault("0.0.0.0")),
   embeddings,
   timeouts,
   databaseUrl: Config.option(Config.schema(
@@ -271,8 +312,9 @@ const serverConfig = Config.all({
     "REDIS_URL"
   )),
   seedFile: Config.option(Config.schema(Schema.String.check(Schema.makeFilter(fixtureFileProblem)), "SEED_FILE")),
-  publicUrl: Config.option(Config.schema(HttpUrl("an http(s) URL"), "PUBLIC_URL")),
-  dashboardOrigin: Config.option(Config.schema(Origin("an http(s) origin"), "DASHBOARD_ORIGIN")).pipe(
+  /** The API's own origin (CORS, the OpenAPI `servers` entry): Hearken serves from `/`, so a path would be a lie. */
+  publicUrl: Config.option(Config.schema(Origin("an http(s) URL"), "PUBLIC_URL")),
+  dashboardOrigin: Config.option(Config.schema(Origin(originWords), "DASHBOARD_ORIGIN")).pipe(
     Config.map(Option.map((url) => url.origin))
   ),
   rootDomain: Config.option(Config.schema(DomainName, "ROOT_DOMAIN")),
@@ -306,7 +348,7 @@ const serverConfig = Config.all({
   // Metrics (decision 0014): `observability/Metrics.ts`, `Gauges.ts`, and the listener in `MetricsServer.ts`.
   /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
   metricsPort: Config.option(Config.schema(Port, "METRICS_PORT")),
-  metricsHost: Config.option(Config.String("METRICS_HOST"))
+  metricsHost: Config.option(Config.schema(ListenAddress, "METRICS_HOST"))
 }).pipe(Config.map(({ timeouts, publicUrl, metricsHost, maxConnectionsPerAddress, ...config }) => ({
   ...config,
   ...timeouts,
@@ -389,3 +431,17 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
 export class ServerConfig extends Context.Service<ServerConfig, ServerConfigShape>()("hearken/ServerConfig") {
   static readonly layer = Layer.effect(ServerConfig, loadServerConfig)
 }
+
+/**
+ * Every variable the configuration reads, from the definition itself: it is parsed once over an
+ * empty environment (every variable is read then, whatever the others say), and the names it asks
+ * for are collected. docs/configuration.md is checked against this list (test/configuration-doc.test.ts).
+ */
+export const configVariables: Effect.Effect<ReadonlyArray<string>> = Effect.suspend(() => {
+  const read = new Set<string>()
+  const recording = ConfigProvider.make((path) => {
+    read.add(path.join("_"))
+    return Effect.succeed(undefined)
+  })
+  return serverConfig.parse(recording).pipe(Effect.orDie, Effect.map(() => [...read]))
+})

@@ -22,10 +22,29 @@ const unreachable = (error: unknown) => {
 export const migrate = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // The migrator's own transaction nests in this one (a savepoint), so the setting covers every migration.
-  yield* sql.withTransaction(Effect.andThen(sql`SET LOCAL statement_timeout = 0`, runMigrations))
+  const applied = yield* sql.withTransaction(Effect.andThen(sql`SET LOCAL statement_timeout = 0`, runMigrations))
+  // One line at each start (docs/operations.md: "Upgrades"): what this start applied, that there was
+  // nothing to apply, or that the database is newer than this version (a rollback of the code).
+  if (applied.length > 0) {
+    return yield* Effect.logInfo(`Migrations applied: ${applied.map(([id, name]) => migrationName(id, name)).join(", ")}`)
+  }
+  const known = yield* loader
+  const [latest] = yield* sql<{ id: number; name: string }>`SELECT migration_id AS id, name FROM effect_sql_migrations
+    ORDER BY migration_id DESC LIMIT 1`
+  const newest = Math.max(0, ...known.map(([id]) => id))
+  if (latest !== undefined && latest.id > newest) {
+    return yield* Effect.logWarning(
+      `Database schema is newer than this version: it records ${migrationName(latest.id, latest.name)}, ` +
+        `this version knows up to ${migrationName(newest, known.find(([id]) => id === newest)?.[1] ?? "")}; started without migrating`
+    )
+  }
+  yield* Effect.logInfo(`Database schema up to date (${known.length} migrations)`)
 }).pipe(
   Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis"), while: (error) => !unreachable(error) })
 )
+
+/** As the file is named: `0016_webhook_previous_secrets`. */
+const migrationName = (id: number, name: string) => `${String(id).padStart(4, "0")}_${name}`
 
 /** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Gauges.ts`) count them there. */
 export const applicationName = `hearken ${process.pid}-${Math.random().toString(36).slice(2, 8)}`

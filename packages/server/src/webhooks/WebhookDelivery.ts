@@ -55,7 +55,7 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
           ? Effect.succeed({ _tag: "Refused", reason: "no attempts left: the worker of the last one stopped before recording it" })
           : transport.send(
             delivery.url,
-            deliveryHeaders(secretKey(delivery.secret), delivery.messageId, Math.floor(sentAt / 1000), delivery.body),
+            deliveryHeaders([delivery.secret, ...delivery.previousSecrets].map(secretKey), delivery.messageId, Math.floor(sentAt / 1000), delivery.body),
             delivery.body
           )
 

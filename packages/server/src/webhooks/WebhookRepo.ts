@@ -1,6 +1,15 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 
+/** An endpoint as a fixture gives it. */
+export interface EndpointFields {
+  readonly id: string
+  readonly url: string
+  readonly secret: string
+  readonly previousSecrets?: ReadonlyArray<string> | undefined
+  readonly events: ReadonlyArray<string>
+}
+
 /** A delivery a worker holds under a lease, with what it needs to send it. */
 export interface ClaimedDelivery {
   readonly id: string
@@ -16,6 +25,8 @@ export interface ClaimedDelivery {
   readonly stalled: boolean
   readonly url: string
   readonly secret: string
+  /** Secrets it still signs with during a rotation (fixture `previousSecrets`). */
+  readonly previousSecrets: ReadonlyArray<string>
   /** The W3C `traceparent` of the request that created the event, when it was traced. */
   readonly traceparent: string | null
 }
@@ -131,12 +142,15 @@ type Q<A> = Effect.Effect<A, SqlError.SqlError>
 /** Every statement on `webhook_endpoints`, `webhook_events` and `webhook_deliveries`. */
 export class WebhookRepo extends Context.Service<WebhookRepo, {
   /** Fixture import: inserts or updates an endpoint; yields no row when the id belongs to another organization. */
-  readonly upsertEndpoint: (organizationId: string, endpoint: {
-    readonly id: string
-    readonly url: string
-    readonly secret: string
-    readonly events: ReadonlyArray<string>
-  }) => Q<ReadonlyArray<{ readonly id: string }>>
+  readonly upsertEndpoint: (organizationId: string, endpoint: EndpointFields) => Q<ReadonlyArray<{ readonly id: string; readonly inserted: boolean }>>
+  /**
+   * Fixture import: deletes the organization's endpoints other than `keep`, with their deliveries
+   * (pending ones are dropped, never sent; one in flight finds its row gone and records nothing).
+   * Yields each deleted endpoint and how many of its deliveries had not been delivered yet.
+   */
+  readonly deleteEndpointsExcept: (organizationId: string, keep: ReadonlyArray<string>) => Q<
+    ReadonlyArray<{ readonly id: string; readonly undelivered: number }>
+  >
   /**
    * The outbox write, inside the caller's transaction: the event and one
    * delivery per endpoint of the organization subscribed to `type`. Nothing
@@ -185,18 +199,36 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
     Effect.gen(function*() {
       const sql: Sql = yield* SqlClient.SqlClient
 
-      const upsertEndpoint = (organizationId: string, endpoint: {
-        readonly id: string
-        readonly url: string
-        readonly secret: string
-        readonly events: ReadonlyArray<string>
-      }) =>
-        sql<{ id: string }>`INSERT INTO webhook_endpoints (id, organization_id, url, secret, events)
+      const textArray = (values: ReadonlyArray<string>) =>
+        sql`ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`
+
+      // `xmax = 0`: the row was inserted, not updated.
+      const upsertEndpoint = (organizationId: string, endpoint: EndpointFields) =>
+        sql<{ id: string; inserted: boolean }>`INSERT INTO webhook_endpoints (id, organization_id, url, secret, previous_secrets, events)
           VALUES (${endpoint.id}, ${organizationId}, ${endpoint.url}, ${endpoint.secret},
-            ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(endpoint.events)}::jsonb)))
-          ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, events = EXCLUDED.events
+            ${textArray(endpoint.previousSecrets ?? [])}, ${textArray(endpoint.events)})
+          ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret,
+            previous_secrets = EXCLUDED.previous_secrets, events = EXCLUDED.events
           WHERE webhook_endpoints.organization_id = EXCLUDED.organization_id
-          RETURNING id`
+          RETURNING id, (xmax = 0) AS inserted`
+
+      // The organization's queue rows are settled afterwards: its deleted endpoints' deliveries no longer count.
+      const deleteEndpointsExcept = (organizationId: string, keep: ReadonlyArray<string>) =>
+        sql<{ id: string; undelivered: number }>`WITH gone AS (
+            SELECT e.id,
+              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'held')) AS undelivered
+            FROM webhook_endpoints e
+            WHERE e.organization_id = ${organizationId} AND NOT (e.id = ANY (${textArray(keep)}))
+            ORDER BY e.id
+            FOR UPDATE
+          ), deleted AS (
+            DELETE FROM webhook_endpoints e USING gone WHERE e.id = gone.id RETURNING e.id
+          )
+          SELECT gone.id, gone.undelivered FROM gone JOIN deleted ON deleted.id = gone.id ORDER BY gone.id`.pipe(
+          Effect.tap((rows) =>
+            rows.length === 0 ? Effect.void : Effect.asVoid(sql`SELECT hearken_webhook_settle('{}', ARRAY[${organizationId}]::text[])`)
+          )
+        )
 
       const enqueue = (event: {
         readonly id: string
@@ -310,7 +342,8 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
             FROM due, webhook_events ev, webhook_endpoints e
             WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
             RETURNING d.id, d.attempts, d.lease_token AS "leaseToken", ev.id AS "messageId", ev.body,
-              e.id AS "endpointId", e.organization_id AS "organizationId", e.stalled, e.url, e.secret, ev.traceparent
+              e.id AS "endpointId", e.organization_id AS "organizationId", e.stalled, e.url, e.secret,
+              e.previous_secrets AS "previousSecrets", ev.traceparent
           ), early AS (
             -- Rows that said "ready" with nothing behind them that can be claimed now.
             SELECT
@@ -458,6 +491,7 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
 
       return WebhookRepo.of({
         upsertEndpoint,
+        deleteEndpointsExcept,
         enqueue,
         claim,
         complete,

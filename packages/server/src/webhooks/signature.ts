@@ -9,11 +9,15 @@ export const sign = (key: Buffer, id: string, timestampSeconds: number, body: st
 
 export const userAgent = "Hearken-Webhooks/1.0"
 
-/** Every header of one attempt of message `id`, signed at `timestampSeconds`. */
-export const deliveryHeaders = (key: Buffer, id: string, timestampSeconds: number, body: string) => ({
+/**
+ * Every header of one attempt of message `id`, signed at `timestampSeconds`: one signature per
+ * key, separated by spaces (Standard Webhooks), so that during a rotation a receiver that knows
+ * any one of the endpoint's secrets verifies it.
+ */
+export const deliveryHeaders = (keys: ReadonlyArray<Buffer>, id: string, timestampSeconds: number, body: string) => ({
   "content-type": "application/json",
   "user-agent": userAgent,
   "webhook-id": id,
   "webhook-timestamp": String(timestampSeconds),
-  "webhook-signature": sign(key, id, timestampSeconds, body)
+  "webhook-signature": keys.map((key) => sign(key, id, timestampSeconds, body)).join(" ")
 })

@@ -14,6 +14,7 @@ import webhookClaimPerEndpoint from "./0012_webhook_claim_per_endpoint.js"
 import embeddingCalibrations from "./0013_embedding_calibrations.js"
 import calibrationPerOrganization from "./0014_calibration_per_organization.js"
 import webhookReadyQueues from "./0015_webhook_ready_queues.js"
+import webhookPreviousSecrets from "./0016_webhook_previous_secrets.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -31,5 +32,6 @@ export const loader = Migrator.fromRecord({
   "0012_webhook_claim_per_endpoint": webhookClaimPerEndpoint,
   "0013_embedding_calibrations": embeddingCalibrations,
   "0014_calibration_per_organization": calibrationPerOrganization,
-  "0015_webhook_ready_queues": webhookReadyQueues
+  "0015_webhook_ready_queues": webhookReadyQueues,
+  "0016_webhook_previous_secrets": webhookPreviousSecrets
 })
