@@ -130,6 +130,7 @@ export const renderPage = (document: string, version: string) => {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <meta name="description" content="${escapeHtml(doc["info"]?.["description"] ?? "")}">
+<link rel="icon" href="data:,">
 <link rel="preload" href="/docs/openapi.json" as="fetch" crossorigin="anonymous">
 <link rel="preload" href="${escapeHtml(script)}" as="script">
 <style>
