@@ -222,7 +222,7 @@ export class HearkenApi extends HttpApi.make("hearken")
     title: "Hearken widget API",
     version: "1.0.0",
     description: "Public HTTP API behind the embeddable feedback widget. No login; every widget route is scoped by " +
-      "organizationId and rate-limited per client IP. This reference (GET /docs and GET /docs/openapi.json, one budget " +
-      `for both) is too. ${rateLimitOf("docs")}`
+      "organizationId and rate-limited per client IP. This reference (GET /docs and GET /docs/openapi.json, with the " +
+      `page's script /docs/scalar.js: one budget for the three) is too. ${rateLimitOf("docs")}`
   }))
 {}
