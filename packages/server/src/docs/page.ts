@@ -115,8 +115,9 @@ ${operations.join("\n")}
  * The `/docs` page (issue 29): small, so that it paints at once. The reference
  * is in it as HTML; Scalar's bundle (`/docs/scalar.js`) and the document
  * (`/docs/openapi.json`, with the `servers` of this run) are preloaded from
- * the head and used by a deferred script once the page is parsed. Nothing
- * comes from another host. `version` (the bundle's fingerprint) makes the
+ * the head, and a module script runs the bundle after the first paint and
+ * mounts Scalar over the HTML (in a hidden tab, once it is shown: no frame is
+ * drawn before). Nothing comes from another host. `version` (the bundle's fingerprint) makes the
  * script's URL change with its bytes, so that it may be cached for good.
  */
 export const renderPage = (document: string, version: string) => {
@@ -148,13 +149,20 @@ body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, s
 <div id="api-reference-container">
 ${staticReference(doc)}
 </div>
-<script src="${escapeHtml(script)}" defer></script>
 <script type="module">
-const response = await fetch("/docs/openapi.json")
-if (response.ok) {
+const content = fetch("/docs/openapi.json").then((response) => response.ok ? response.json() : undefined)
+// After the first paint (a frame, then a task): the reference above is on screen before 3 MB of script run.
+await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)))
+await new Promise((resolve, reject) => {
+  const script = Object.assign(document.createElement("script"), { src: ${scriptJson(script)}, onload: resolve, onerror: reject })
+  document.body.append(script)
+})
+const document_ = await content
+if (document_ !== undefined) {
+  performance.mark("hearken:scalar")
   window.Scalar.createApiReference(document.getElementById("api-reference-container"), {
     ...${scriptJson(scalarOptions)},
-    content: await response.json()
+    content: document_
   })
 }
 </script>
