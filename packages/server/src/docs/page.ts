@@ -157,12 +157,12 @@ await new Promise((resolve, reject) => {
   const script = Object.assign(document.createElement("script"), { src: ${scriptJson(script)}, onload: resolve, onerror: reject })
   document.body.append(script)
 })
-const document_ = await content
-if (document_ !== undefined) {
+const spec = await content
+if (spec !== undefined) {
   performance.mark("hearken:scalar")
   window.Scalar.createApiReference(document.getElementById("api-reference-container"), {
     ...${scriptJson(scalarOptions)},
-    content: document_
+    content: spec
   })
 }
 </script>
