@@ -2,7 +2,8 @@
  * `npm run bench:docs`: the attack on `GET /docs` of decision 0016. The server
  * starts as `npm start` starts it (the V8 flags of decision 0011, the embedded
  * PGlite default, in memory, and the in-process rate limiter). Then 50 loopback
- * connections each send 10 pipelined `GET /docs` with
+ * connections each send 10 pipelined `GET /docs/scalar.js` (the 3 MB that the
+ * page itself was until decision 0035) with
  * `Accept-Encoding: identity` in one write. Meanwhile `/health` is asked every
  * 100 ms and the server's RSS is read from `/proc/PID/status`.
  *
@@ -69,7 +70,7 @@ const pollHealth = (origin: string) => {
 }
 
 const request = (port: number) =>
-  `GET /docs HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept-Encoding: identity\r\n\r\n`.repeat(pipelined)
+  `GET /docs/scalar.js HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept-Encoding: identity\r\n\r\n`.repeat(pipelined)
 
 /** Opens the connections and sends every request at once; `read` decides whether the clients read. */
 const attack = async (port: number, read: boolean) => {

@@ -7,7 +7,8 @@ import { eventually } from "./support/wait.js"
 /**
  * Decision 0016: 50 connections each pipelining 10 `GET /docs` and never
  * reading killed the server (heap out of memory) when every pending answer
- * held its own copy of the 3 MB page. The server runs as a process with a
+ * held its own copy of the 3 MB page. The page is small now (decision 0035):
+ * the 3 MB are Scalar's bundle, `GET /docs/scalar.js`, asked here instead. The server runs as a process with a
  * small old space; the rate limit is lifted so that all 500 are answered with
  * the page. Not timed: it waits until the server has answered all 500 (its
  * request counter) or has died.
@@ -34,7 +35,7 @@ const docsAnswered = async (metricsPort: number) => {
   return line === undefined ? 0 : Number(line.split(" ").at(-1))
 }
 
-it("survives 50 never-reading clients pipelining 10 GET /docs each, on a 128 MB heap", async () => {
+it("survives 50 never-reading clients pipelining 10 GET /docs/scalar.js each, on a 128 MB heap", async () => {
   db = await createDatabase()
   const [port, metricsPort] = [await freePort(), await freePort()]
   server = spawnServer({
@@ -46,7 +47,7 @@ it("survives 50 never-reading clients pipelining 10 GET /docs each, on a 128 MB 
   }, port)
   await waitForHealth(server.origin)
 
-  const request = `GET /docs HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept-Encoding: identity\r\n\r\n`.repeat(pipelined)
+  const request = `GET /docs/scalar.js HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept-Encoding: identity\r\n\r\n`.repeat(pipelined)
   for (let i = 0; i < connections; i++) {
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = connect(port, "127.0.0.1", () => resolve(s)).once("error", reject)

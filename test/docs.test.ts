@@ -1,4 +1,5 @@
 import SwaggerParser from "@apidevtools/swagger-parser"
+import { Option } from "effect"
 import { type IncomingHttpHeaders, request } from "node:http"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { beforeAll, describe, expect, it } from "vitest"
@@ -16,6 +17,10 @@ describe("GET /docs/openapi.json", () => {
     const res = await getJson(`${server.origin}/docs/openapi.json`)
     expect(res.status).toBe(200)
     doc = res.body
+  })
+
+  it("has this server as its server when PUBLIC_URL is not set: `/` (decision 0035)", () => {
+    expect(doc.servers).toEqual([{ url: "/", description: expect.stringContaining("PUBLIC_URL is not set") }])
   })
 
   it("is a valid OpenAPI 3.x document", async () => {
@@ -38,7 +43,7 @@ describe("GET /docs/openapi.json", () => {
     expect(feedback.properties.token.maxLength).toBe(8_192)
     expect(feedback.properties.metadata.maxProperties).toBe(20)
     expect(feedback.properties.metadata.additionalProperties.maxLength).toBe(500)
-    expect(JSON.stringify(feedback.properties.metadata)).toContain(`"propertyNames":{"type":"string","maxLength":64}`)
+    expect(feedback.properties.metadata.propertyNames).toEqual({ type: "string", maxLength: 64, description: "A key: At most 64 characters." })
     expect(feedback.required.sort()).toEqual(["boardId", "content", "organizationId", "title"])
     // Unknown fields are ignored, not refused.
     expect(feedback.additionalProperties).toBeUndefined()
@@ -62,9 +67,9 @@ describe("GET /docs/openapi.json", () => {
     const plain = [["SuggestionMatch", "title"], ["SuggestionMatch", "excerpt"], ["CreatedPost", "title"], ["Update", "title"],
       ["Update", "excerpt"], ["Board", "name"]] as const
     for (const [schema, field] of plain) {
-      expect(schemas[`${schema}Encoded`].properties[field].description).toMatch(/plain text, not HTML\. Escape it/)
+      expect(schemas[schema].properties[field].description).toMatch(/plain text, not HTML\. Escape it/)
     }
-    expect(schemas.UpdateEncoded.properties.content.description).toMatch(/^HTML, sanitized by the server/)
+    expect(schemas.Update.properties.content.description).toMatch(/^HTML, sanitized by the server/)
   })
 
   it("declares every error response with its _tag", () => {
@@ -144,6 +149,15 @@ describe("conditional GETs in GET /docs/openapi.json", () => {
   })
 })
 
+/** The reference's operations, as the page must show them from its first paint. */
+const summaries = [
+  "Suggest similar public posts for a draft",
+  "Create a feedback post on a public board",
+  "List the organization's public boards",
+  "List published changelog entries, newest first",
+  "Liveness and database reachability"
+]
+
 describe("GET /docs", () => {
   it("serves HTML whose scripts and styles all come from this server", async () => {
     const res = await fetch(`${server.origin}/docs`)
@@ -153,6 +167,84 @@ describe("GET /docs", () => {
     const external = [...html.matchAll(/<(?:script|link|img)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?\/\//gi)]
     expect(external).toEqual([])
     expect(html).toMatch(/withDefaultFonts["']?\s*:\s*false/)
+  })
+
+  it("is small, plainly titled, and preloads what it needs: the document and Scalar's bundle, run once the page is parsed", async () => {
+    const html = await (await fetch(`${server.origin}/docs`)).text()
+    // It was 3.2 MB with the bundle inlined, and blank until all of it had run (issue 29).
+    expect(html.length).toBeLessThan(32 * 1024)
+    expect(html.match(/<title>([^<]*)<\/title>/)?.[1]).toBe("Hearken widget API reference")
+    const script = html.match(/"(\/docs\/scalar\.js\?v=[0-9a-f]{16})"/)?.[1]
+    expect(script).toBeDefined()
+    expect(html).toContain(`<link rel="preload" href="/docs/openapi.json" as="fetch" crossorigin="anonymous">`)
+    expect(html).toContain(`<link rel="preload" href="${script}" as="script">`)
+    // Nothing runs before the reference is on screen: the head holds no script, the body one module script (deferred).
+    expect(html.slice(0, html.indexOf("</head>"))).not.toMatch(/<script/)
+    expect([...html.matchAll(/<script\b[^>]*>/g)].map((m) => m[0])).toEqual([`<script type="module">`])
+    for (const summary of summaries) expect(html).toContain(summary.replace(/'/g, "&#39;"))
+    const bundle = await fetch(`${server.origin}${script}`)
+    expect(bundle.status).toBe(200)
+    expect(bundle.headers.get("content-type")).toBe("text/javascript; charset=utf-8")
+    expect(bundle.headers.get("cache-control")).toBe("public, max-age=31536000, immutable")
+    // Rate-limited with the page and the document, one budget for the three.
+    expect(bundle.headers.get("ratelimit-limit")).toMatch(/^\d+$/)
+    expect(bundle.headers.get("ratelimit-limit")).toBe((await fetch(`${server.origin}/docs`)).headers.get("ratelimit-limit"))
+    expect((await bundle.text()).length).toBeGreaterThan(1_000_000)
+  })
+
+  it("shows the reference without JavaScript: every operation, the title, the link to the document", async () => {
+    const browser = await launchChromium()
+    try {
+      const context = await browser.newContext({ javaScriptEnabled: false })
+      const page = await context.newPage()
+      await page.goto(`${server.origin}/docs`, { waitUntil: "load" })
+      for (const summary of summaries) await expect(page.getByText(summary).first().isVisible()).resolves.toBe(true)
+      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Hearken widget API")
+      expect(await page.getByRole("link", { name: "/docs/openapi.json" }).getAttribute("href")).toBe("/docs/openapi.json")
+    } finally {
+      await browser.close()
+    }
+  })
+
+  it("paints the reference before Scalar's bundle has run, then Scalar's, with no control that points at a hosted service", async () => {
+    const browser = await launchChromium()
+    try {
+      const page = await browser.newPage()
+      const requests: Array<string> = []
+      page.on("request", (request) => requests.push(request.url()))
+      // On localhost, where Scalar shows its "Developer Tools / Share / Generate SDKs" bar unless told not to.
+      const origin = server.origin.replace("127.0.0.1", "localhost")
+      await page.goto(`${origin}/docs`, { waitUntil: "load" })
+      await page.getByText("Download OpenAPI Document").first().waitFor({ timeout: 20_000 })
+      await page.getByText("Create a feedback post on a public board").first().waitFor({ timeout: 20_000 })
+      await page.waitForTimeout(500)
+      const timing = await page.evaluate(() => ({
+        firstContentfulPaint: performance.getEntriesByName("first-contentful-paint")[0]?.startTime,
+        // The page marks the moment it mounts Scalar, after the bundle has run.
+        scalar: performance.getEntriesByName("hearken:scalar")[0]?.startTime
+      }))
+      expect(timing.firstContentfulPaint).toBeDefined()
+      expect(timing.scalar).toBeDefined()
+      expect(timing.firstContentfulPaint!).toBeLessThan(timing.scalar!)
+      // The document and the bundle were fetched once each: the preloads were used.
+      expect(requests.filter((url) => url.includes("/docs/openapi.json"))).toEqual([`${origin}/docs/openapi.json`])
+      expect(requests.filter((url) => url.includes("/docs/scalar.js"))).toEqual([expect.stringMatching(/\/docs\/scalar\.js\?v=[0-9a-f]{16}$/)])
+      expect(requests.filter((url) => !url.startsWith(`${origin}/`) && !/^(data|blob):/.test(url))).toEqual([])
+      expect(await page.title()).toBe("Hearken widget API reference")
+      // No visible link or button leads off this server, and none of Scalar's hosted-service controls shows.
+      const offSite = await page.evaluate(() =>
+        [...document.querySelectorAll<HTMLElement>("a[href], [formaction], form[action]")]
+          .filter((element) => element.checkVisibility())
+          .map((element) => element.getAttribute("href") ?? element.getAttribute("formaction") ?? element.getAttribute("action") ?? "")
+          .filter((href) => new URL(href, location.href).origin !== location.origin && !/^(data|blob|mailto):/.test(href))
+      )
+      expect(offSite).toEqual([])
+      for (const control of ["Developer Tools", "Share", "Generate SDKs", "Open API Client", "Powered by Scalar", "Ask AI", "MCP"]) {
+        expect([control, await page.getByText(control, { exact: true }).filter({ visible: true }).count()]).toEqual([control, 0])
+      }
+    } finally {
+      await browser.close()
+    }
   })
 
   it("renders in a browser with every other origin cut off, and asks for nothing outside", async () => {
@@ -186,7 +278,7 @@ const getRaw = (url: string, acceptEncoding?: string) =>
     }).on("error", reject).end()
   })
 
-describe.each(["/docs", "/docs/openapi.json", "/widget/widget.js", "/widget/"])("GET %s, precompressed", (path) => {
+describe.each(["/docs", "/docs/scalar.js", "/docs/openapi.json", "/widget/widget.js", "/widget/"])("GET %s, precompressed", (path) => {
   it("answers br, gzip or identity as the client accepts, each decoding to the same bytes, with Vary and Content-Length", async () => {
     const identity = await getRaw(`${server.origin}${path}`, "identity")
     expect(identity.status).toBe(200)
@@ -213,15 +305,24 @@ describe.each(["/docs", "/docs/openapi.json", "/widget/widget.js", "/widget/"])(
 })
 
 describe("the /docs page built by npm run build", () => {
-  it("is the page the server answers, inlining the document /docs/openapi.json serves", async () => {
-    const { fingerprint, openApiJson, pageFile, staticDir } = await import("../packages/server/dist/docs/page.js")
+  it("is the page and the bundle the server answers, built for the document /docs/openapi.json serves", async () => {
+    const { fingerprint, openApiJson, pageFile, scriptFile, servedJson, staticDir } = await import("../packages/server/dist/docs/page.js")
     const StaticAsset = await import("../packages/server/dist/http/StaticAsset.js")
     const built = StaticAsset.read(`${staticDir}${pageFile}`, fingerprint(openApiJson()), "text/html; charset=utf-8")
+    const bundle = StaticAsset.read(`${staticDir}${scriptFile}`, fingerprint(openApiJson()), "text/javascript; charset=utf-8")
     expect(built).toBeDefined()
+    expect(bundle).toBeDefined()
     const served = await getRaw(`${server.origin}/docs`, "identity")
     expect(served.body.equals(built!.identity)).toBe(true)
+    // The page names the bundle by the bundle's own fingerprint.
+    expect(served.body.toString("utf8")).toContain(`/docs/scalar.js?v=${fingerprint(bundle!.identity.toString("utf8")).slice(0, 16)}"`)
+    expect((await getRaw(`${server.origin}/docs/scalar.js`, "identity")).body.equals(bundle!.identity)).toBe(true)
+    // The document is the API's, with the servers of this run (PUBLIC_URL unset here).
     const document = await getRaw(`${server.origin}/docs/openapi.json`, "identity")
-    expect(document.body.toString("utf8")).toBe(openApiJson())
+    expect(document.body.toString("utf8")).toBe(servedJson(Option.none()))
+    const { servers, ...rest } = JSON.parse(document.body.toString("utf8"))
+    expect(servers).toHaveLength(1)
+    expect(JSON.stringify(rest)).toBe(openApiJson())
   })
 
   it("is read only when it was built from the current document: missing or stale, it is none", async () => {

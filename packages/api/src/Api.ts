@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Schema, SchemaAST } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
   DataValidationError,
@@ -88,7 +88,8 @@ const documentIdempotency = (operation: Record<string, any>) => {
     name: "Idempotency-Key",
     in: "header",
     required: false,
-    description: IdempotencyKey.ast.annotations?.["description"],
+    // On the pattern's check, where `.annotate` after `.check` puts it: `ast.annotations` has none.
+    description: SchemaAST.resolveDescription(IdempotencyKey.ast),
     schema: { type: "string", minLength: 1, maxLength: 255, pattern: idempotencyKeyPattern.source }
   }]
 }
@@ -126,6 +127,20 @@ const completeDocument = (spec: Record<string, any>) => {
   return spec
 }
 
+/**
+ * The OpenAPI operationIds, by endpoint: verb and noun, valid identifiers in
+ * every language a generator writes (issue 29). Effect's default is
+ * `group.endpoint` (`widget.boards`), which generators turn into awkward
+ * names or refuse. The typed client's method names stay the endpoints' own.
+ */
+const operationIds = {
+  suggestions: "suggestPosts",
+  feedback: "createFeedback",
+  boards: "listBoards",
+  updates: "listUpdates",
+  health: "getHealth"
+} as const satisfies Record<WidgetEndpoint | "health", string>
+
 const rateLimitOf = (endpoint: RateLimitedEndpoint) => `Rate limit: ${RateLimits[endpoint]} per minute per IP.`
 
 export class WidgetGroup extends HttpApiGroup.make("widget")
@@ -133,7 +148,9 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
     HttpApiEndpoint.post("suggestions", "/suggestions", {
       payload: SuggestionsRequest,
       success: Schema.Array(SuggestionMatch).check(Schema.isMaxLength(Limits.suggestions))
+        .annotate({ description: `At most ${Limits.suggestions} posts, possibly none.` })
     }).annotateMerge(OpenApi.annotations({
+      identifier: operationIds.suggestions,
       summary: "Suggest similar public posts for a draft",
       description: `Up to five public posts of the board similar to the draft. ${rateLimitOf("suggestions")}`
     })),
@@ -142,6 +159,7 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
       success: CreatedPost,
       error: [NotFoundError, UnauthorizedError]
     }).annotateMerge(OpenApi.annotations({
+      identifier: operationIds.feedback,
       summary: "Create a feedback post on a public board",
       description: rateLimitOf("feedback")
     })),
@@ -149,6 +167,7 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
       query: OrganizationQuery,
       success: Schema.Array(Board)
     }).annotateMerge(OpenApi.annotations({
+      identifier: operationIds.boards,
       summary: "List the organization's public boards",
       description: `Ordered by createdAt, then id. Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. ${rateLimitOf("boards")}`
     })),
@@ -156,6 +175,7 @@ export class WidgetGroup extends HttpApiGroup.make("widget")
       query: OrganizationQuery,
       success: Schema.Array(Update)
     }).annotateMerge(OpenApi.annotations({
+      identifier: operationIds.updates,
       summary: "List published changelog entries, newest first",
       description: `Conditional: ETag, If-None-Match (304), Cache-Control max-age ${publicMaxAgeSeconds}. ${rateLimitOf("updates")}`
     }))
@@ -186,6 +206,7 @@ export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
       success: Health,
       error: DatabaseUnavailable
     }).annotateMerge(OpenApi.annotations({
+      identifier: operationIds.health,
       summary: "Liveness and database reachability",
       description: "200 when the database answers, 503 otherwise. Does not depend on Redis."
     }))
@@ -201,7 +222,7 @@ export class HearkenApi extends HttpApi.make("hearken")
     title: "Hearken widget API",
     version: "1.0.0",
     description: "Public HTTP API behind the embeddable feedback widget. No login; every widget route is scoped by " +
-      "organizationId and rate-limited per client IP. This reference (GET /docs and GET /docs/openapi.json, one budget " +
-      `for both) is too. ${rateLimitOf("docs")}`
+      "organizationId and rate-limited per client IP. This reference (GET /docs and GET /docs/openapi.json, with the " +
+      `page's script /docs/scalar.js: one budget for the three) is too. ${rateLimitOf("docs")}`
   }))
 {}

@@ -24,8 +24,13 @@ export const RequestString = Schema.String.check(noNul, wellFormed)
  * (decision 0025). The length is checked first, so an id too long is refused
  * without reading it to the end.
  */
-export const Id = Schema.String.check(Schema.isMaxCodePoints(Limits.id), Schema.isNonEmpty(), noNul, wellFormed)
-  .annotate({ description: "identifier" })
+export const Id = Schema.String.check(
+  Schema.isMaxCodePoints(Limits.id),
+  // On a check that shows in JSON Schema: one that does not (`wellFormed`) would take the description with it.
+  Schema.isNonEmpty({ description: `An identifier: 1 to ${Limits.id} characters.` }),
+  noNul,
+  wellFormed
+)
 
 /** `YYYY-MM-DDTHH:mm:ss.sssZ` (ISO 8601, UTC, milliseconds). */
 export const Timestamp = Schema.String.annotate({
@@ -36,8 +41,15 @@ export const Timestamp = Schema.String.annotate({
 
 const maxCodePoints = (n: number) => RequestString.check(Schema.isMaxCodePoints(n))
 
-export const Title = maxCodePoints(Limits.title)
-export const Content = maxCodePoints(Limits.content)
+/**
+ * The OpenAPI document states each limit and pattern in words beside it
+ * (issue 29), for readers of `/docs` and of generated clients: a length
+ * counts characters as Unicode code points, as every limit here does.
+ */
+const atMost = (n: number) => `At most ${n.toLocaleString("en-US")} characters.`
+
+export const Title = maxCodePoints(Limits.title).annotate({ description: atMost(Limits.title) })
+export const Content = maxCodePoints(Limits.content).annotate({ description: atMost(Limits.content) })
 
 /**
  * A character that shows: not white space, not a control, format or private
@@ -48,9 +60,12 @@ export const Content = maxCodePoints(Limits.content)
 export const visibleCharacter = /[^\p{White_Space}\p{Default_Ignorable_Code_Point}\p{C}\p{M}\u2800]/u
 
 /** A feedback title must say something: at least one visible character. */
-export const FeedbackTitle = Title.check(
+export const FeedbackTitle = maxCodePoints(Limits.title).check(
   Schema.isPattern(visibleCharacter, { expected: "a title containing a visible character" })
-)
+).annotate({
+  description: `${atMost(Limits.title)} At least one of them must show: a title of only spaces, invisible ` +
+    "or control characters is refused (the pattern finds one visible character)."
+})
 
 /**
  * A string-keyed record from a client. Keys are checked on the record itself:
@@ -72,48 +87,69 @@ export const ClientRecord = <Value extends Schema.Top>(value: Value, maxKeyCodeP
     },
     {
       expected: "keys without NUL characters or lone surrogates" + (maxKeyCodePoints === undefined ? "" : `, of at most ${maxKeyCodePoints} code points`),
-      toJsonSchema: () => ({ propertyNames: { type: "string", ...(maxKeyCodePoints === undefined ? {} : { maxLength: maxKeyCodePoints }) } })
+      toJsonSchema: () => ({
+        propertyNames: {
+          type: "string",
+          ...(maxKeyCodePoints === undefined ? {} : { maxLength: maxKeyCodePoints, description: `A key: ${atMost(maxKeyCodePoints)}` })
+        }
+      })
     }
   ))
 
-export const Metadata = ClientRecord(maxCodePoints(Limits.metadataValue), Limits.metadataKey)
+export const Metadata = ClientRecord(
+  maxCodePoints(Limits.metadataValue).annotate({ description: `A value: ${atMost(Limits.metadataValue)}` }),
+  Limits.metadataKey
+)
   .check(Schema.isMaxProperties(Limits.metadataProperties))
-  .annotate({ description: "string to string map: up to 20 properties, keys up to 64 and values up to 500 chars" })
+  .annotate({
+    description: `Strings by string, stored with the post: at most ${Limits.metadataProperties} properties, ` +
+      `keys of at most ${Limits.metadataKey} characters, values of at most ${Limits.metadataValue}.`
+  })
 
 export const IdentityToken = maxCodePoints(Limits.token).annotate({
-  description: "HS256 identity JWT signed with the organization's secret"
+  description: `HS256 identity JWT signed with the organization's secret. ${atMost(Limits.token)}`
 })
 
 /** Text a client must escape, never insert as HTML (README: "Rendering answers"). */
 const PlainText = (what: string) =>
   Schema.String.annotate({ description: `${what}: plain text, not HTML. Escape it when you render it; never insert it as HTML.` })
 
-export class Board extends Schema.Class<Board>("Board")({
+/**
+ * A class's fields as a struct of the class's name. OpenAPI components show a
+ * schema's encoded side, and Effect names an encoded side that has no
+ * identifier of its own after its type, plus `Encoded` (`BoardEncoded`,
+ * `internal/schema/toRepresentation.ts`). Generated clients took that name
+ * (issue 29); naming the struct too makes the component `Board`.
+ */
+const named = <const Fields extends Schema.Struct.Fields>(identifier: string, fields: Fields) =>
+  Schema.Struct(fields).annotate({ identifier })
+
+export class Board extends Schema.Class<Board>("Board")(named("Board", {
   id: Schema.String,
   name: PlainText("The board's name"),
   slug: Schema.String,
   organizationId: Schema.String,
   createdAt: Timestamp,
   updatedAt: Timestamp
-}) {}
+})) {}
 
-export class SuggestionMatch extends Schema.Class<SuggestionMatch>("SuggestionMatch")({
+export class SuggestionMatch extends Schema.Class<SuggestionMatch>("SuggestionMatch")(named("SuggestionMatch", {
   id: Schema.String,
   title: PlainText("The post's title"),
   excerpt: PlainText("The start of the post's text"),
   slug: Schema.String
-}) {}
+})) {}
 
-export class CreatedPost extends Schema.Class<CreatedPost>("CreatedPost")({
+export class CreatedPost extends Schema.Class<CreatedPost>("CreatedPost")(named("CreatedPost", {
   id: Schema.String,
   slug: Schema.String,
   title: PlainText("The title as submitted"),
   boardId: Schema.String,
   organizationId: Schema.String,
   createdAt: Timestamp
-}) {}
+})) {}
 
-export class Update extends Schema.Class<Update>("Update")({
+export class Update extends Schema.Class<Update>("Update")(named("Update", {
   id: Schema.String,
   title: PlainText("The entry's title"),
   slug: Schema.String,
@@ -124,7 +160,7 @@ export class Update extends Schema.Class<Update>("Update")({
   excerpt: PlainText("A plain-text excerpt"),
   imageUrl: Schema.NullOr(Schema.String),
   publishedAt: Timestamp
-}) {}
+})) {}
 
 export const OrganizationQuery = { organizationId: Id }
 
@@ -151,7 +187,8 @@ export const idempotencyKeyPattern = /^[\x21-\x7e]{1,255}$/
 export const IdempotencyKey = Schema.String.check(
   Schema.isPattern(idempotencyKeyPattern, { expected: "1 to 255 visible ASCII characters" })
 ).annotate({
-  description: "Makes retries safe: a repeat with the same key and the same body, within 24 hours and from any " +
+  description: "1 to 255 visible ASCII characters (codes 33 to 126: letters, digits and punctuation, no spaces), " +
+    "e.g. a UUID. Makes retries safe: a repeat with the same key and the same body, within 24 hours and from any " +
     "address, answers the first response and creates nothing; the same key with another body is 400. " +
     "Scoped by organizationId. Only a created post is remembered: a failed request leaves the key free."
 })

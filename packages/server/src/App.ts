@@ -78,7 +78,7 @@ const Api = HttpApiBuilder.layer(HearkenApi).pipe(
   Layer.provide(RateLimiting)
 )
 
-/** `/docs` and `/docs/openapi.json`, rate-limited, from bytes made at start-up (decision 0016). */
+/** `/docs`, its script `/docs/scalar.js` and `/docs/openapi.json`, rate-limited, as shared bytes (decisions 0016, 0035). */
 const Docs = ApiDocs.layer.pipe(Layer.provide(RateLimiting))
 
 // Metrics first: the first global middleware is the outermost, so it counts every answer as sent.

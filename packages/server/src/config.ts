@@ -355,6 +355,8 @@ const serverConfig = Config.all({
   // Behind a proxy every socket is the proxy's: a cap per address would be a cap on the whole service.
   maxConnectionsPerAddress: Option.getOrElse(maxConnectionsPerAddress, () => config.trustProxy === 0 ? 256 : 0),
   publicUrl: Option.getOrElse(publicUrl, () => new URL(`http://localhost:${config.port}`)),
+  /** `PUBLIC_URL` as given, none when unset: the OpenAPI document's `servers` (`docs/page.ts`, decision 0035). */
+  publicUrlGiven: publicUrl,
   /** `METRICS_HOST`: the metrics listener's address (default: `HOST`). */
   metricsHost: Option.getOrElse(metricsHost, () => config.host)
 })))

@@ -1,34 +1,47 @@
 import { NotFoundError } from "@hearken/api/effect"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
+import { ServerConfig } from "../config.js"
 import * as ErrorBodies from "../http/ErrorBodies.js"
 import * as StaticAsset from "../http/StaticAsset.js"
 import { limited, RateLimitGate } from "../rate-limit/http.js"
-import { fingerprint, openApiJson, pageFile, staticDir } from "./page.js"
+import { fingerprint, openApiJson, pageFile, scriptFile, scriptPath, servedJson, staticDir } from "./page.js"
 
 const notBuilt = ErrorBodies.respond(
   new NotFoundError({ message: "the /docs page is not built for this version of the API (npm run build)" })
 )
 
+/** The bundle's URL carries its fingerprint (`?v=`), so an answer stays good for as long as a cache keeps it. */
+const immutable = { "cache-control": "public, max-age=31536000, immutable" }
+
 /**
- * `GET /docs` (the reference UI) and `GET /docs/openapi.json` (the document it
- * inlines), as shared, precompressed bytes (`http/StaticAsset.ts`, decision
- * 0016), behind the `docs` rate limit, one budget per client IP for both.
+ * `GET /docs` (the reference page), `GET /docs/scalar.js` (Scalar's bundle)
+ * and `GET /docs/openapi.json` (the document the page loads), as shared,
+ * precompressed bytes (`http/StaticAsset.ts`, decision 0016), behind the
+ * `docs` rate limit, one budget per client IP for all three.
  *
- * The document is made at start-up (24 KB). The page, Scalar's 3 MB bundle
- * with the document inlined, is made by `npm run build` (`docs/build.ts`) and
- * only read here: rendering it in the server would keep some 35 MB of heap.
- * A page missing, or built from another version of the document, answers a
- * JSON 404 naming the fix, as a missing widget does. Needs `RateLimitGate`.
+ * The document is made at start-up (24 KB), with `servers` from
+ * `PUBLIC_URL` (decision 0035). The page and the 3 MB bundle are made by
+ * `npm run build` (`docs/build.ts`) and only read here: rendering them in the
+ * server would keep some 35 MB of heap. Missing, or built from another
+ * version of the document, they answer a JSON 404 naming the fix, as a
+ * missing widget does. Needs `RateLimitGate` and `ServerConfig`.
  */
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const limitedDocs = limited(yield* RateLimitGate, "docs")
-  const json = openApiJson()
-  const document = yield* StaticAsset.make(Buffer.from(json, "utf8"), "application/json")
-  const page = StaticAsset.read(`${staticDir}${pageFile}`, fingerprint(json), "text/html; charset=utf-8")
-  if (page === undefined) yield* Effect.logWarning("GET /docs answers 404: the page is not built for this version of the API (npm run build)")
+  const config = yield* ServerConfig
+  const document = yield* StaticAsset.make(Buffer.from(servedJson(config.publicUrlGiven), "utf8"), "application/json")
+  const builtFor = fingerprint(openApiJson())
+  const page = StaticAsset.read(`${staticDir}${pageFile}`, builtFor, "text/html; charset=utf-8")
+  const script = StaticAsset.read(`${staticDir}${scriptFile}`, builtFor, "text/javascript; charset=utf-8")
+  if (page === undefined || script === undefined) {
+    yield* Effect.logWarning("GET /docs answers 404: the page is not built for this version of the API (npm run build)")
+  }
+  const serve = (asset: StaticAsset.StaticAsset | undefined) =>
+    limitedDocs(asset === undefined ? Effect.succeed(notBuilt) : StaticAsset.respond(asset))
   return Layer.mergeAll(
-    HttpRouter.add("GET", "/docs", limitedDocs(page === undefined ? Effect.succeed(notBuilt) : StaticAsset.respond(page))),
+    HttpRouter.add("GET", "/docs", serve(page)),
+    HttpRouter.add("GET", scriptPath, serve(script && { ...script, headers: { ...script.headers, ...immutable } })),
     HttpRouter.add("GET", "/docs/openapi.json", limitedDocs(StaticAsset.respond(document)))
   )
 }))
