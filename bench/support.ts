@@ -30,8 +30,8 @@ export const freshDatabase = async (prefix: string) => {
 }
 
 /**
- * The V8 flags servers run with, as `npm start` and the README's production
- * command give them (decision 0011); BENCH_NODE_FLAGS replaces them, to compare.
+ * The V8 flags servers run with, as `npm start` and the systemd unit in
+ * docs/operations.md give them (decision 0011); BENCH_NODE_FLAGS replaces them, to compare.
  */
 export const serverNodeFlags = (process.env["BENCH_NODE_FLAGS"] ?? productionNodeOptions)
   .split(" ").filter((flag) => flag !== "")

@@ -4,7 +4,7 @@ import { baseFixture } from "./support/fixtures.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 
 /**
- * How large and how elaborate a request body may be (README: "Requests";
+ * How large and how elaborate a request body may be (docs/api.md: "Limits";
  * docs/decisions/0029-request-bodies-and-sockets.md): the size limit follows
  * the largest valid body, and a body nested deeper or holding more values than
  * a valid one needs is refused before it is parsed.

@@ -2,7 +2,7 @@
  * The embeddable widget (packages/widget) in Debian's Chromium, against the
  * real server seeded with the demo fixture. The host page is served from
  * another origin, which the API allows through `DASHBOARD_ORIGIN`, and embeds
- * the widget from the API's origin exactly as the README tells site owners
+ * the widget from the API's origin exactly as docs/widget.md tells site owners
  * to. A third origin, not allowed, sees its API calls refused by CORS.
  * Nothing intercepts the browser's requests (no `page.route`): Playwright
  * would answer CORS preflights itself and hide a refused one (decision 0015).

@@ -55,7 +55,7 @@ export const loadSets = (): ReadonlyArray<LabelledSet> => {
   return [{ ...loadDataset(), name: "hearken", language: "6 languages", organizationId: qualityOrganizationId }, ...real]
 }
 
-/** The set as one organization of the fixture format (README: "Fixtures"): its boards public, its posts as written. */
+/** The set as one organization of the fixture format (docs/operations.md: "Fixtures and re-seeding"): its boards public, its posts as written. */
 export const datasetOrganization = (dataset: Dataset, organizationId = qualityOrganizationId) => ({
   id: organizationId,
   name: organizationId,

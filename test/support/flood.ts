@@ -1,6 +1,6 @@
 import { Agent, request } from "node:http"
 
-/** How the README's production command starts the server (`npm start`, "In production"). */
+/** How `npm start` and docs/operations.md's systemd unit start the server. */
 export const productionNodeOptions = "--max-semi-space-size=8 --max-old-space-size=256"
 
 export interface FloodRequest {

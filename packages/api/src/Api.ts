@@ -55,7 +55,7 @@ const rateLimitHeaders = {
 }
 const retryAfter = { "Retry-After": integerHeader("Seconds to wait before retrying") }
 
-/** How long a cache may reuse a `GET /boards` or `GET /updates` answer before revalidating it (README: "Caching: ETag and 304"). */
+/** How long a cache may reuse a `GET /boards` or `GET /updates` answer before revalidating it (docs/api.md: "Caching: ETag and 304"). */
 export const publicMaxAgeSeconds = 10
 
 const cachingHeaders = {

@@ -18,7 +18,7 @@ const RequestIdempotencyKey = Context.Reference<string | undefined>("hearken/Req
 /**
  * Sends `key` as the `Idempotency-Key` of the requests `effect` makes: a
  * retry of `client.widget.feedback(…)` with the same key and body answers the
- * first post and creates nothing (README: "Retries: Idempotency-Key").
+ * first post and creates nothing (docs/api.md: "Retries: Idempotency-Key").
  *
  *   client.widget.feedback({ payload }).pipe(withIdempotencyKey(crypto.randomUUID()), Effect.retry(…))
  *

@@ -2,8 +2,8 @@
  * The API's numbers as plain data, with no runtime dependency: the field
  * limits the schemas check, how many suggestions an answer holds, and the
  * rate limits. The server, the OpenAPI document and browsers (through
- * `@hearken/api/thin`) read them here, so each has one source. README:
- * "Requests" and "Rate limits".
+ * `@hearken/api/thin`) read them here, so each has one source. docs/api.md:
+ * "Limits" and "Rate limits".
  */
 
 /**
@@ -45,7 +45,7 @@ export const RateLimits: { readonly [Endpoint in RateLimitedEndpoint]: number } 
   updates: 120,
   feedback: 20,
   suggestions: 5,
-  // A person reads the reference a few times; the page is 3 MB (decision 0016).
+  // A person reads the reference a few times; /docs, its 3 MB script and the document share it (decisions 0016, 0035).
   docs: 30
 }
 

@@ -110,7 +110,7 @@ export const IdentityToken = maxCodePoints(Limits.token).annotate({
   description: `HS256 identity JWT signed with the organization's secret. ${atMost(Limits.token)}`
 })
 
-/** Text a client must escape, never insert as HTML (README: "Rendering answers"). */
+/** Text a client must escape, never insert as HTML (docs/api.md: "Fields"). */
 const PlainText = (what: string) =>
   Schema.String.annotate({ description: `${what}: plain text, not HTML. Escape it when you render it; never insert it as HTML.` })
 
@@ -182,7 +182,7 @@ export const FeedbackRequest = Schema.Struct({
 }).annotate({ identifier: "FeedbackRequest" })
 export type FeedbackRequest = typeof FeedbackRequest.Type
 
-/** `Idempotency-Key` (README: "Retries: Idempotency-Key"): 1 to 255 visible ASCII characters. */
+/** `Idempotency-Key` (docs/api.md: "Retries: Idempotency-Key"): 1 to 255 visible ASCII characters. */
 export const idempotencyKeyPattern = /^[\x21-\x7e]{1,255}$/
 export const IdempotencyKey = Schema.String.check(
   Schema.isPattern(idempotencyKeyPattern, { expected: "1 to 255 visible ASCII characters" })

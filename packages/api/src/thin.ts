@@ -76,7 +76,7 @@ export const requestHeaders = {
   contentType: "content-type",
   /** Revalidating `GET /boards` and `GET /updates` (decision 0010). */
   ifNoneMatch: "if-none-match",
-  /** `POST /feedback` retries (README: "Retries: Idempotency-Key"). */
+  /** `POST /feedback` retries (docs/api.md: "Retries: Idempotency-Key"). */
   idempotencyKey: "idempotency-key"
 } as const
 
@@ -97,7 +97,7 @@ export interface ThinClient {
   readonly boards: (query: Query<"boards">, options?: RequestOptions & { readonly ifNoneMatch?: string | undefined }) => Promise<CachedAnswer<"boards">>
   readonly updates: (query: Query<"updates">, options?: RequestOptions & { readonly ifNoneMatch?: string | undefined }) => Promise<CachedAnswer<"updates">>
   readonly suggestions: (payload: Payload<"suggestions">, options?: RequestOptions) => Promise<Answer<"suggestions">>
-  /** With `idempotencyKey`, a retry never creates a second post (README: "Retries: Idempotency-Key"). */
+  /** With `idempotencyKey`, a retry never creates a second post (docs/api.md: "Retries: Idempotency-Key"). */
   readonly feedback: (payload: Payload<"feedback">, options?: RequestOptions & { readonly idempotencyKey?: string | undefined }) => Promise<Answer<"feedback">>
 }
 

@@ -4,7 +4,7 @@ import { Timestamp } from "./schemas.js"
 /** The one event the service emits (docs/api.md: "Webhooks"). */
 export const postCreatedEventType = "feedback.post.created"
 
-/** `data` of `feedback.post.created`: the created post as stored (README: "Webhooks"). */
+/** `data` of `feedback.post.created`: the created post as stored (docs/webhooks.md). */
 export const PostCreatedData = Schema.Struct({
   id: Schema.String,
   slug: Schema.String,

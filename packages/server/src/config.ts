@@ -176,7 +176,7 @@ const flag = (name: string, fallback: boolean) =>
     Config.withDefault(fallback)
   )
 
-// The variables, in the order they are checked (README: "Configuration").
+// The variables, in the order they are checked (docs/configuration.md).
 
 const embeddings = Config.all({
   url: Config.option(Config.schema(
@@ -429,7 +429,7 @@ export const loadServerConfig: Effect.Effect<ServerConfigShape, InvalidConfig | 
   }
 )
 
-/** The one typed view of the environment (README: "Configuration"). */
+/** The one typed view of the environment (docs/configuration.md). */
 export class ServerConfig extends Context.Service<ServerConfig, ServerConfigShape>()("hearken/ServerConfig") {
   static readonly layer = Layer.effect(ServerConfig, loadServerConfig)
 }

@@ -44,7 +44,7 @@ export type PostUrl = string | ((suggestion: Suggestion) => string | URL | null 
 export interface SharedOptions {
   /** The organization whose boards and changelog are shown. */
   readonly organizationId: string
-  /** An identity token signed by the host's backend (README: "Identity tokens"), sent with each post. */
+  /** An identity token signed by the host's backend (docs/api.md: "Identity tokens"), sent with each post. */
   readonly token?: string | undefined
   /** A BCP 47 tag. Defaults to the page's `<html lang>`, then the browser's languages, then English. */
   readonly locale?: string | undefined

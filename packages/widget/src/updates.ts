@@ -33,7 +33,7 @@ export const changelog = (context: {
     status.textContent = updates.length === 0 ? t("nothingNew") : ""
     list.replaceChildren(...updates.map((update) => {
       const body = h("div", { class: "content", dir: "auto" })
-      body.innerHTML = update.content // sanitized by the server (README: "Rendering answers")
+      body.innerHTML = update.content // sanitized by the server (docs/api.md: "Fields")
       const url = linkOf(options.updateUrl, update, options.linkBase)
       const cover = update.imageUrl ? httpUrl(update.imageUrl, options.linkBase) : undefined
       // Decorative: the entry's title says what it shows. One that fails to load leaves no empty box.

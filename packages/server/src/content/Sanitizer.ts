@@ -133,7 +133,7 @@ export interface SanitizerShape {
   readonly text: (html: string) => string
 }
 
-/** DOMPurify over jsdom, one instance reused for every call (README: "Requests"). */
+/** DOMPurify over jsdom, one instance reused for every call (docs/api.md: "Limits"). */
 export class Sanitizer extends Context.Service<Sanitizer, SanitizerShape>()("hearken/Sanitizer") {
   static readonly layer = Layer.sync(Sanitizer, () => make())
 }

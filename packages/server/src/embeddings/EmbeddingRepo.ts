@@ -209,8 +209,8 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         const only = c.postIds === undefined ? sql`` : sql`AND p.id IN ${sql.in(c.postIds)}`
         return sql<ClaimedPost>`WITH due AS (
             SELECT p.id FROM posts p
-            -- Only what can be suggested leaves for the API: a public post on a public board (README:
-            -- "Embeddings: suggestions by meaning"). A board made private stops its posts at once.
+            -- Only what can be suggested leaves for the API: a public post on a public board (docs/api.md:
+            -- "Suggestions by meaning: embeddings"). A board made private stops its posts at once.
             JOIN boards b ON b.id = p.board_id AND b.visibility = 'public'
             LEFT JOIN post_embeddings e ON e.post_id = p.id AND e.model = ${c.model.name} AND e.dimensions = ${c.model.dimensions}
             WHERE p.visibility = 'public' ${only}

@@ -33,8 +33,8 @@ export interface Model {
 export type Vector = ReadonlyArray<number>
 
 /**
- * The text a post or a draft is embedded as (README: "Embeddings: suggestions
- * by meaning"): the title, a blank line, then the plain-text content, cut at
+ * The text a post or a draft is embedded as (docs/api.md: "Suggestions by
+ * meaning: embeddings"): the title, a blank line, then the plain-text content, cut at
  * `maxInputChars` code points so that no model's context is exceeded
  * (512-token models included).
  */

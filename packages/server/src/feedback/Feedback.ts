@@ -41,7 +41,7 @@ const encodeCreated = Schema.encodeSync(CreatedPost)
 const decodeCreated = Schema.decodeUnknownSync(CreatedPost)
 
 export class Feedback extends Context.Service<Feedback, {
-  /** Creates the post; with an `Idempotency-Key`, at most once per key and organization (README: "Retries: Idempotency-Key"). */
+  /** Creates the post; with an `Idempotency-Key`, at most once per key and organization (docs/api.md: "Retries: Idempotency-Key"). */
   readonly create: (request: FeedbackRequest, idempotencyKey?: string | undefined) => Effect.Effect<CreatedPost, FeedbackError>
 }>()("hearken/Feedback") {
   /**

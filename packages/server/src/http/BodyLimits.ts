@@ -2,7 +2,7 @@ import { DataValidationError, Limits } from "@hearken/api/effect"
 
 /**
  * How large and how elaborate a request body may be, derived from the field
- * limits (README: "Requests"; docs/decisions/0029-request-bodies-and-sockets.md).
+ * limits (docs/api.md: "Limits"; docs/decisions/0029-request-bodies-and-sockets.md).
  */
 
 /**

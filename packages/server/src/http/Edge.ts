@@ -73,7 +73,7 @@ export const requestFraming = HttpRouter.middleware((httpEffect) =>
   }), { global: true })
 
 /**
- * The origins CORS allows (README: "CORS"): `DASHBOARD_ORIGIN`, `PUBLIC_URL`'s
+ * The origins CORS allows (docs/api.md: "CORS"): `DASHBOARD_ORIGIN`, `PUBLIC_URL`'s
  * origin, and any-depth subdomains of `ROOT_DOMAIN` (https, or http too when
  * `PUBLIC_URL` is http).
  */

@@ -10,7 +10,7 @@ import { Suggestions } from "../suggestions/Suggestions.js"
 
 const ifNoneMatch = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers[requestHeaders.ifNoneMatch])
 
-/** `Idempotency-Key` (README: "Retries: Idempotency-Key"), checked here: the endpoint does not declare it (see `Api.ts`). */
+/** `Idempotency-Key` (docs/api.md: "Retries: Idempotency-Key"), checked here: the endpoint does not declare it (see `Api.ts`). */
 const idempotencyKey = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
   const key = request.headers[requestHeaders.idempotencyKey]
   return key === undefined || idempotencyKeyPattern.test(key)

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 
-/** How long a key is remembered (README: "Retries: Idempotency-Key"). */
+/** How long a key is remembered (docs/api.md: "Retries: Idempotency-Key"). */
 export const keyLifetimeMs = 24 * 60 * 60 * 1000
 
 /** Expired rows removed per write, so that the table does not grow with keys nobody reuses. */

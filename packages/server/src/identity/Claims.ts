@@ -2,7 +2,7 @@ import { ClientRecord, RequestString } from "@hearken/api/effect"
 import { Schema } from "effect"
 import { HttpUrl } from "../content/schemas.js"
 
-/** The values of a `customFields` claim (README: "Identity tokens"). */
+/** The values of a `customFields` claim (docs/api.md: "Identity tokens"). */
 const CustomFieldValue = Schema.Union([RequestString, Schema.Finite, Schema.Boolean, Schema.Null])
 const CustomFields = ClientRecord(CustomFieldValue)
 

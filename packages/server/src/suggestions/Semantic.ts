@@ -45,7 +45,7 @@ export interface NearMatch extends NearPost {
 }
 
 /**
- * The semantic half of suggestions (README: "Embeddings: suggestions by
+ * The semantic half of suggestions (docs/api.md: "Suggestions by meaning:
  * meaning"): embed the draft, then the nearest public posts of the board, each
  * with the p-value of its distance on the board's background (decision 0023).
  * Which of them are shown is `blend.ts`'s to say.

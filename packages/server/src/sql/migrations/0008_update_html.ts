@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 
 /**
  * Changelog content as served: sanitized the first time an entry is served
- * (README: "Requests") and kept, keyed by the authored HTML's hash and the
+ * (docs/api.md: "Limits") and kept, keyed by the authored HTML's hash and the
  * sanitizer's version, so that serving a long changelog again costs a read,
  * not a sanitizer pass per entry. Writing here changes no ETag: the version
  * triggers are on `updates`.

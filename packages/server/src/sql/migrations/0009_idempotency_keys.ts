@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * `Idempotency-Key` on `POST /feedback` (README: "Retries: Idempotency-Key"):
+ * `Idempotency-Key` on `POST /feedback` (docs/api.md: "Retries: Idempotency-Key"):
  * the first answer for a key, by organization, with the hash of the request it
  * answered. Only created posts are remembered; a row older than 24 hours no
  * longer counts and is replaced or purged.
