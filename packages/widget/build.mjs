@@ -13,7 +13,8 @@
  * the one dependency). `node packages/widget/build.mjs` or `build()`.
  */
 import { build as esbuild, transform } from "esbuild"
-import { copyFile, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises"
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url))
@@ -29,8 +30,32 @@ const minifiedCss = {
   }
 }
 
+/**
+ * Writes `bytes` to `path` only if the file holds something else, through a
+ * temporary file and a rename: a build that changes nothing touches nothing,
+ * and a server (or a test) reading `dist/` meanwhile never finds a file
+ * missing or half written. Tests run this script while other tests serve
+ * `dist/`.
+ */
+const put = async (path, bytes) => {
+  const previous = await readFile(path).catch(() => undefined)
+  if (previous !== undefined && Buffer.compare(previous, Buffer.from(bytes)) === 0) return
+  await mkdir(dirname(path), { recursive: true })
+  const temporary = `${path}.${process.pid}.tmp`
+  await writeFile(temporary, bytes)
+  await rename(temporary, path)
+}
+
+/** Removes the files of `dir` (recursively) that the build did not make: a language removed from `src/locales`. */
+const prune = async (dir, made) => {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])
+  for (const entry of entries) {
+    const path = join(entry.parentPath, entry.name)
+    if (entry.isFile() && !made.has(path)) await rm(path, { force: true })
+  }
+}
+
 export const build = async () => {
-  await rm(here("./dist/locales"), { recursive: true, force: true })
   await mkdir(here("./dist"), { recursive: true })
   const locales = (await readdir(here("./src/locales"))).filter((file) => file.endsWith(".ts"))
   const result = await esbuild({
@@ -54,8 +79,11 @@ export const build = async () => {
     charset: "utf8",
     plugins: [minifiedCss],
     metafile: true,
+    write: false,
     logLevel: "warning"
   })
+  for (const file of result.outputFiles) await put(file.path, file.contents)
+  await prune(here("./dist/locales"), new Set(result.outputFiles.map((file) => file.path)))
   const embed = await esbuild({
     entryPoints: [here("./src/embed.ts")],
     outfile: here("./dist/embed.js"),
@@ -66,17 +94,20 @@ export const build = async () => {
     minify: true,
     legalComments: "none",
     charset: "utf8",
+    write: false,
     logLevel: "warning"
   })
+  for (const file of embed.outputFiles) await put(file.path, file.contents)
   // Each stylesheet as the bundles inline it, for the hashes in the frame's Content-Security-Policy.
-  await rm(here("./dist/styles"), { recursive: true, force: true })
-  await mkdir(here("./dist/styles"), { recursive: true })
+  const styles = new Set()
   for (const name of ["styles", "updates"]) {
     const { code } = await transform(await readFile(here(`./src/${name}.css`), "utf8"), { loader: "css", minify: true })
-    await writeFile(here(`./dist/styles/${name}.css`), code.trim())
+    styles.add(here(`./dist/styles/${name}.css`))
+    await put(here(`./dist/styles/${name}.css`), code.trim())
   }
-  await copyFile(here("./frame.html"), here("./dist/frame.html"))
-  await copyFile(here("./demo.html"), here("./dist/index.html"))
+  await prune(here("./dist/styles"), styles)
+  await put(here("./dist/frame.html"), await readFile(here("./frame.html")))
+  await put(here("./dist/index.html"), await readFile(here("./demo.html")))
   return { ...result, embed }
 }
 

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { readFileSync, rmSync, writeFileSync } from "node:fs"
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { promisify } from "node:util"
 import { brotliCompress, constants, gzip } from "node:zlib"
 
@@ -82,13 +82,30 @@ export const make = Effect.fn("StaticAsset.make")(function*(
  * what it was made from, written last so that an interrupted build reads as none.
  */
 export const write = (asset: StaticAsset, path: string, fingerprint: string) => {
+  const same = (file: string, bytes: Buffer | undefined) => {
+    const stored = readOptional(file)
+    return bytes === undefined ? stored === undefined : stored !== undefined && stored.equals(bytes)
+  }
+  // A build that changes nothing touches nothing: servers reading `dist/static` meanwhile (tests build while
+  // other tests serve) never see the fingerprint missing.
+  if (
+    same(path, asset.identity) && same(`${path}.gz`, asset.gzip) && same(`${path}.br`, asset.br) &&
+    readOptional(`${path}.sha256`)?.toString("utf8") === fingerprint
+  ) return
   rmSync(`${path}.sha256`, { force: true })
-  writeFileSync(path, asset.identity)
+  writeWhole(path, asset.identity)
   for (const [coding, bytes] of [["gz", asset.gzip], ["br", asset.br]] as const) {
     if (bytes === undefined) rmSync(`${path}.${coding}`, { force: true })
-    else writeFileSync(`${path}.${coding}`, bytes)
+    else writeWhole(`${path}.${coding}`, bytes)
   }
-  writeFileSync(`${path}.sha256`, fingerprint)
+  writeWhole(`${path}.sha256`, fingerprint)
+}
+
+/** Through a temporary file and a rename: a reader finds the old bytes or the new ones, never half of them. */
+const writeWhole = (path: string, bytes: Buffer | string) => {
+  const temporary = `${path}.${process.pid}.tmp`
+  writeFileSync(temporary, bytes)
+  renameSync(temporary, path)
 }
 
 /**
