@@ -13,8 +13,11 @@
  *   lines showing its output; they must match it line for line, `…` standing
  *   for any characters, and a `# …` line for any number of lines. A block
  *   with any other command needs `<!-- tested by test/X.test.ts -->` right
- *   before it, naming a test that exists and mentions the document's file
- *   name; such a block is not run here.
+ *   before it (no other marker), naming a test that exists, mentions the
+ *   document's file name and, for each command of the block, contains its
+ *   literal head (whitespace aside): each `&&`/`|`/`;` part as far as its
+ *   first word with a quote, `$`, a backquote or `…`, its `# ` comment
+ *   dropped. Such a block is not run here (the test it names runs it).
  * - `ts`, `typescript`: each block is a module of its own, type-checked in one
  *   `tsc --noEmit` run with the repository's strict settings, `@hearken/api`
  *   being the thin client and `@hearken/api/effect` the Effect client.
@@ -32,9 +35,10 @@ import { basename, join, relative } from "node:path"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Fixture } from "../packages/server/dist/fixtures/Fixture.js"
-import { type DocBlock, matchesOutput, parseBlocks, shellCommands } from "./support/doc-blocks.js"
+import { commandHeads, type DocBlock, matchesOutput, parseBlocks, shellCommands } from "./support/doc-blocks.js"
 import { freePort } from "./support/net.js"
-import { postJson, startSeededServer, startServer, type TestServer } from "./support/server.js"
+import { waitForHealth } from "./support/process.js"
+import { startServer, type TestServer } from "./support/server.js"
 
 const root = join(import.meta.dirname, "..")
 const documents = [
@@ -47,14 +51,26 @@ const where = (block: DocBlock, line = block.line) => `${block.file}:${line}`
 const shellLangs = new Set(["sh", "bash", "shell"])
 const tsLangs = new Set(["ts", "typescript"])
 
-/** `<!-- tested by test/X.test.ts -->`: the test exists and names the document. */
+/**
+ * `<!-- tested by test/X.test.ts -->`: the test exists and names the
+ * document, and for a shell block it contains each command's head.
+ */
 const testedBy = (block: DocBlock): string | undefined => {
   const test = /^tested by (test\/[\w.-]+\.test\.ts)$/.exec(block.marker ?? "")?.[1]
   if (test === undefined) return undefined
   const path = join(root, test)
-  if (!existsSync(path)) throw new Error(`${where(block)}: ${test} does not exist`)
-  if (!readFileSync(path, "utf8").includes(basename(block.file))) {
-    throw new Error(`${where(block)}: ${test} does not mention ${basename(block.file)}`)
+  if (!existsSync(path)) throw new Error(`${test} does not exist`)
+  const text = readFileSync(path, "utf8")
+  if (!text.includes(basename(block.file))) {
+    throw new Error(`${test} does not mention ${basename(block.file)}`)
+  }
+  if (shellLangs.has(block.lang)) {
+    const flat = text.replace(/\s+/g, " ")
+    for (const command of shellCommands(block)) {
+      for (const head of commandHeads(command.text)) {
+        if (!flat.includes(head)) throw new Error(`line ${command.line}: ${test} does not contain \`${head}\` (the command it is to run)`)
+      }
+    }
   }
   return test
 }
@@ -71,6 +87,10 @@ describe("every code block has a kind the test knows", () => {
           if (block.lang === "") problems.push(`${where(block)}: a code block needs an info string (sh, ts, json, …)`)
           else if (shellLangs.has(block.lang)) {
             if (testedBy(block) !== undefined) continue
+            if (block.marker !== undefined) {
+              problems.push(`${where(block)}: a ${block.lang} block runs here or is <!-- tested by test/X.test.ts -->; <!-- ${block.marker} --> is neither`)
+              continue
+            }
             for (const command of shellCommands(block)) {
               if (!runnable(command.text)) {
                 problems.push(`${where(block, command.line)}: only curl runs here; mark the block <!-- tested by test/X.test.ts -->`)
@@ -237,37 +257,104 @@ describe("the TypeScript examples type-check", () => {
   }, 120_000)
 })
 
-describe("docs/webhooks.md's receiver", () => {
-  it("verifies a real delivery, run as the page says (WEBHOOK_ALLOW_PRIVATE_URLS=true, SEED_FILE)", async () => {
-    const block = blocksOf("docs/webhooks.md").find((b) => tsLangs.has(b.lang) && b.lines.some((l) => l.includes('from "standardwebhooks"')))
-    expect(block, "docs/webhooks.md has a ts block importing standardwebhooks").toBeDefined()
-    const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+/**
+ * docs/webhooks.md's walkthrough ("Try it on one machine"), followed as the
+ * page writes it: its fixture block saved as acme.json (the receiver's port 4000
+ * replaced by a free one), the receiver block run with
+ * `HEARKEN_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw PORT=4000 node receiver.ts`,
+ * Hearken started with `SEED_FILE=acme.json WEBHOOK_ALLOW_PRIVATE_URLS=true npm start`
+ * (on the embedded database, as a reader without DATABASE_URL has it), the
+ * page's `curl -s localhost:3000/api/widget/v1/feedback -H …` line, and the
+ * line the receiver prints compared with the page's text block. Every
+ * command and its environment is read from the page.
+ */
+describe("docs/webhooks.md's walkthrough", () => {
+  /** `A=1 B=2 cmd args` → the assignments and the command. */
+  const parseEnv = (command: string) => {
+    const env: Record<string, string> = {}
+    let rest = command
+    for (let m = /^([A-Z_][A-Z0-9_]*)=(\S+)\s+/.exec(rest); m !== null; m = /^([A-Z_][A-Z0-9_]*)=(\S+)\s+/.exec(rest)) {
+      env[m[1]!] = m[2]!
+      rest = rest.slice(m[0].length)
+    }
+    return { env, command: rest }
+  }
+
+  it("delivers a post to the receiver, which prints what the page shows", async () => {
+    const blocks = blocksOf("docs/webhooks.md")
+    const receiverBlock = blocks.find((b) => tsLangs.has(b.lang) && b.lines.some((l) => l.includes('from "standardwebhooks"')))
+    const fixtureBlock = blocks.find((b) => b.lang === "json" && b.marker === "fixture")
+    const commands = blocks.filter((b) => shellLangs.has(b.lang)).flatMap((b) => shellCommands(b).map((c) => ({ block: b, ...c })))
+    const receiverLine = commands.find((c) => c.text.endsWith("node receiver.ts"))
+    const serverLine = commands.find((c) => c.text.endsWith("npm start"))
+    const curlLine = commands.find((c) => c.text.startsWith("curl ") && c.text.includes("org_acme"))
+    const printed = blocks.find((b) => b.lang === "text" && curlLine !== undefined && b.line > curlLine.line)
+    expect([receiverBlock, fixtureBlock, receiverLine, serverLine, curlLine, printed].map((x) => x !== undefined)).toEqual([true, true, true, true, true, true])
+
+    const receiverRun = parseEnv(receiverLine!.text)
+    const serverRun = parseEnv(serverLine!.text)
+    expect(receiverRun.command).toBe("node receiver.ts")
+    expect(serverRun.command).toBe("npm start")
+    expect(serverRun.env["SEED_FILE"]).toBe("acme.json")
+
     const dir = mkdtempSync(join(root, ".docs-ts-"))
-    const port = await freePort()
-    writeFileSync(join(dir, "receiver.ts"), block!.lines.join("\n") + "\n")
-    const receiver = spawn(process.execPath, [join(dir, "receiver.ts")], {
+    const receiverPort = await freePort()
+    const hearkenPort = await freePort()
+    // The fixture, its endpoints moved from the page's receiver port to the free one.
+    const fixture = JSON.parse(fixtureBlock!.lines.join("\n")) as {
+      organizations: Array<{ webhooks?: Array<{ url: string; secret: string }> }>
+    }
+    const endpoints = fixture.organizations.flatMap((o) => o.webhooks ?? [])
+    expect(endpoints.map((e) => new URL(e.url).port)).toEqual([receiverRun.env["PORT"]])
+    expect(endpoints.map((e) => e.secret)).toEqual([receiverRun.env["HEARKEN_WEBHOOK_SECRET"]])
+    for (const endpoint of endpoints) {
+      const url = new URL(endpoint.url)
+      url.port = String(receiverPort)
+      endpoint.url = url.href
+    }
+    writeFileSync(join(dir, "acme.json"), JSON.stringify(fixture))
+    writeFileSync(join(dir, "receiver.ts"), receiverBlock!.lines.join("\n") + "\n")
+
+    const receiver = spawn(process.execPath, ["receiver.ts"], {
       cwd: dir,
-      env: { PATH: process.env["PATH"] ?? "", HEARKEN_WEBHOOK_SECRET: secret, PORT: String(port) },
+      env: { PATH: process.env["PATH"] ?? "", ...receiverRun.env, PORT: String(receiverPort) },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""
     receiver.stdout.on("data", (chunk) => (output += chunk))
     receiver.stderr.on("data", (chunk) => (output += chunk))
-    let server: TestServer | undefined
+    // Under `npm test`, npm_execpath is the npm that runs us; otherwise the one on the PATH.
+    const npm = process.env["npm_execpath"]
+    const [program, args] = npm === undefined ? ["npm", ["start"]] : [process.execPath, [npm, "start"]]
+    const hearken = spawn(program, args, {
+      cwd: root,
+      detached: true,
+      stdio: "ignore",
+      env: {
+        PATH: process.env["PATH"] ?? "",
+        ...serverRun.env,
+        SEED_FILE: join(dir, "acme.json"),
+        PORT: String(hearkenPort),
+        HOST: "127.0.0.1",
+        PGLITE_DIR: "memory"
+      }
+    })
     try {
-      server = await startSeededServer({
-        organizations: [{
-          id: "org_acme", name: "Acme",
-          statuses: [{ id: "st_open", name: "Open", isDefault: true }],
-          boards: [{ id: "b_acme", name: "Ideas", slug: "ideas", visibility: "public" }],
-          webhooks: [{ id: "wh_main", url: `http://localhost:${port}/`, secret, events: ["feedback.post.created"] }]
-        }]
-      }, { WEBHOOK_ALLOW_PRIVATE_URLS: "true" })
-      const created = await postJson(`${server.api}/feedback`, { organizationId: "org_acme", boardId: "b_acme", title: "Hello receiver", content: "" })
-      expect(created.status).toBe(200)
-      await expect.poll(() => output, { timeout: 15_000 }).toMatch(new RegExp(`^msg_\\S+ feedback\\.post\\.created ${created.body.id} Hello receiver$`, "m"))
+      const origin = `http://127.0.0.1:${hearkenPort}`
+      await waitForHealth(origin, 90_000)
+      const result = await run(curlLine!.text.replace(/(?:http:\/\/)?localhost:3000/g, origin), {})
+      const answer = result.stdout.replace(/\n$/, "").split("\n")
+      expect(result.code, result.stderr).toBe(0)
+      expect(matchesOutput(curlLine!.expected, answer), `${where(curlLine!.block, curlLine!.line)}: the server answered ${answer.join("\n")}`).toBe(true)
+      const id = (JSON.parse(result.stdout) as { id: string }).id
+      const lineOf = () => output.split("\n").find((line) => line.includes(` ${id} `))
+      await expect.poll(lineOf, { timeout: 15_000 }).toBeDefined()
+      expect(
+        matchesOutput(printed!.lines, [lineOf()!]),
+        `${where(printed!)}: the page shows\n${printed!.lines.join("\n")}\n--- the receiver printed:\n${output}`
+      ).toBe(true)
       // A forged delivery is refused.
-      const forged = await fetch(`http://127.0.0.1:${port}/`, {
+      const forged = await fetch(`http://127.0.0.1:${receiverPort}/`, {
         method: "POST",
         headers: { "webhook-id": "msg_x", "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": "v1,AAAA" },
         body: "{}"
@@ -275,8 +362,13 @@ describe("docs/webhooks.md's receiver", () => {
       expect(forged.status).toBe(400)
     } finally {
       receiver.kill()
-      await server?.close()
+      // npm does not pass SIGTERM on to its child: signal the whole process group.
+      try {
+        process.kill(-hearken.pid!, "SIGTERM")
+      } catch {
+        // already gone
+      }
       rmSync(dir, { recursive: true, force: true })
     }
-  }, 60_000)
+  }, 150_000)
 })

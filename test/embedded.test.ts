@@ -5,6 +5,11 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, spawnServer, waitForHealth } from "./support/process.js"
 
+/**
+ * README.md's `npm install && npm start`: the install is the test run's own
+ * (the repository's dependencies are installed before any test runs); this
+ * runs `npm start` as written, with no DATABASE_URL.
+ */
 describe("npm start, as README.md says", () => {
   it("serves /health and the demo boards with no DATABASE_URL", async () => {
     const port = await freePort()

@@ -1,6 +1,6 @@
 import { execFile, spawn } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
-import { mkdtemp, writeFile } from "node:fs/promises"
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -16,9 +16,12 @@ import { getJson, postJson, startServerOn, writeFixtureFile } from "./support/se
 /**
  * docs/operations.md, run: the systemd unit (`systemd-analyze verify`, then the server started and
  * stopped as the unit says), the environment file, the PostgreSQL backup and restore
- * (`pg_dump`/`pg_restore` as written), the PGlite restore drill (`cp -a` as written), a rollback
- * (an older version on a newer schema), and the Prometheus blocks (every `hearken_` metric they
- * name is served). The blocks are read from the document, so the document is what is tested.
+ * (`pg_dump --format=custom --file=hearken.dump "$DATABASE_URL"` and
+ * `pg_restore --no-owner --exit-on-error --dbname="$RESTORE_URL" hearken.dump`, as written), the
+ * PGlite restore drill (`mkdir -p "$BACKUP_DIR"` and `cp -a "$PGLITE_DIR/." "$BACKUP_DIR/"` as
+ * written, into a directory that exists already), a rollback (an older version on a newer
+ * schema), and the Prometheus blocks (every `hearken_` metric they name is served). The blocks
+ * are read from the document, so the document is what is tested.
  */
 
 const run = promisify(execFile)
@@ -219,6 +222,8 @@ describe("the PGlite restore drill of docs/operations.md", { timeout: 180_000 },
     expect(await servers.stop(first)).toBe(0)
     expect(first.stdout()).toMatch(/INFO \(#\d+\): Migrations applied: 0001_initial, /)
 
+    // The backup directory exists already: the copy must land in it, not in a directory inside it.
+    await mkdir(backup)
     await sh(block("sh", "cp -a"), { PGLITE_DIR: original, BACKUP_DIR: backup }, dir)
 
     const restored = await servers.start({ PGLITE_DIR: backup })

@@ -9,7 +9,10 @@ import { eventually } from "./support/wait.js"
 import { postJson } from "./support/server.js"
 
 /**
- * The commands docs/webhooks.md ("Operating deliveries") gives: `npm run worker` and `npm run webhooks`.
+ * The commands docs/webhooks.md ("Operating deliveries") gives: `npm run worker`, and
+ * `npm run webhooks -- failed`, `npm run webhooks -- redeliver whd_…` and
+ * `npm run webhooks -- resume wh_main` (the CLI `npm run webhooks` runs, here on the endpoint
+ * wh_cli).
  *
  * Webhook delivery across real processes: the server as a process manager
  * runs it, dedicated workers (`npm run worker`), and the operator's CLI

@@ -83,6 +83,21 @@ export const shellCommands = (block: DocBlock): ReadonlyArray<ShellCommand> => {
   return commands
 }
 
+/**
+ * What a test that runs a shell command must contain of it: each part between
+ * `&&`, `||`, `;` and `|`, as far as its first word holding a quote, `$`, a
+ * backquote or `…` (what the test may fill in), its `# ` comment dropped.
+ */
+export const commandHeads = (command: string): ReadonlyArray<string> =>
+  command.replace(/\s+#\s.*$/, "").split(/&&|\|\||;|\|/).map((part) => {
+    const words: Array<string> = []
+    for (const word of part.trim().split(/\s+/)) {
+      if (/['"$`…]/.test(word)) break
+      words.push(word)
+    }
+    return words.join(" ")
+  }).filter((head) => head !== "")
+
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 /**
