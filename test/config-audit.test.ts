@@ -20,6 +20,8 @@ const origin = "an http(s) origin: scheme, host and optional port, one origin (n
   "without a path, query, fragment or user name (e.g. https://feedback.example.com)"
 const listen = "an IP address or host name to listen on, such as 0.0.0.0, ::, 127.0.0.1 or localhost (no scheme, port or path)"
 const ms = (maximum: number) => `a number of milliseconds between 1 and ${maximum}`
+/** What every URL variable's host must be, after what the URL must be. */
+const oneHost = "with one host: a DNS name, an IPv4 address or an IPv6 address in brackets (not a list, no spaces or commas)"
 
 /** [variable, bad value, what it must be, the value as shown (undefined: not shown, a secret or unparsable URL)] */
 const table: ReadonlyArray<readonly [string, string, string, string | undefined]> = [
@@ -31,6 +33,8 @@ const table: ReadonlyArray<readonly [string, string, string, string | undefined]
   ["EMBEDDINGS_URL", "api.openai.com/v1", "an http(s) URL", undefined],
   ["EMBEDDINGS_URL", "https://api.example/v1?key=x",
     "an http(s) URL without a query or fragment (the API's base, e.g. https://api.openai.com/v1)", "https://api.example/v1?…"],
+  ["EMBEDDINGS_URL", "https://a.com,https://b.com", `an http(s) URL ${oneHost}`, "https://a.com,https//b.com"],
+  ["EMBEDDINGS_URL", "https://a.com;b.com/v1", `an http(s) URL ${oneHost}`, "https://a.com;b.com/v1"],
   ["EMBEDDINGS_MODEL", "text embedding 3", "a model name without spaces or control characters", "text embedding 3"],
   ["EMBEDDINGS_DIMENSIONS", "0", "an integer between 1 and 16000", "0"],
   ["EMBEDDINGS_DIMENSIONS", "1536d", "an integer between 1 and 16000", "1536d"],
@@ -42,10 +46,15 @@ const table: ReadonlyArray<readonly [string, string, string, string | undefined]
   ["SUGGESTIONS_STATEMENT_TIMEOUT_MS", "-5", "a number of milliseconds between 1 and DATABASE_STATEMENT_TIMEOUT_MS (5000)", "-5"],
   ["DATABASE_URL", "mysql://db/x", "a postgres:// or postgresql:// URL", undefined],
   ["DATABASE_URL", "db.example:5432/x", "a postgres:// or postgresql:// URL", undefined],
+  ["DATABASE_URL", "postgres://u:pw@db1,db2/hearken", `a postgres:// or postgresql:// URL ${oneHost}`, undefined],
+  ["DATABASE_URL", "postgres://u:pw@db%20one/hearken", `a postgres:// or postgresql:// URL ${oneHost}`, undefined],
   ["REDIS_URL", "127.0.0.1:6379", "a redis:// or rediss:// URL", undefined],
+  ["REDIS_URL", "redis://r1,r2:6379", `a redis:// or rediss:// URL ${oneHost}`, undefined],
+  ["REDIS_URL", "redis://10.0.0.256:6379", `a redis:// or rediss:// URL ${oneHost}`, undefined],
   ["SEED_FILE", tmpdir(), "a file, not a directory", tmpdir()],
   ["PUBLIC_URL", "feedback.example", "an http(s) URL", undefined],
   ["PUBLIC_URL", "https://feedback.example/api", origin, "https://feedback.example/api"],
+  ["PUBLIC_URL", "https://a.com,https://b.com", origin, "https://a.com,https//b.com"],
   ["DASHBOARD_ORIGIN", "https://a.com/app", origin, "https://a.com/app"],
   ["DASHBOARD_ORIGIN", "https://a.com,https://b.com", origin, "https://a.com,https//b.com"],
   ["DASHBOARD_ORIGIN", "https://a.com https://b.com", origin, undefined],
@@ -76,6 +85,7 @@ const table: ReadonlyArray<readonly [string, string, string, string | undefined]
     "an http(s) URL without a query or fragment (/v1/traces is appended to its path)", "http://collector:4318/?…"],
   ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://user:pw@collector:4318",
     "a URL without a user name or password (give credentials as OTEL_EXPORTER_OTLP_HEADERS)", "http://…@collector:4318/"],
+  ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector-a,collector-b:4318", `an http(s) URL ${oneHost}`, "http://collector-a,collector-b:4318/"],
   // Checked whether or not OTEL_EXPORTER_OTLP_ENDPOINT is set: none is set in these rows.
   ["OTEL_RESOURCE_ATTRIBUTES", "service.name", "key=value pairs separated by commas", "service.name"],
   ["OTEL_BSP_MAX_QUEUE_SIZE", "0", "an integer between 1 and 1000000", "0"],
@@ -119,7 +129,12 @@ describe("every variable refuses a bad value, naming it", () => {
     ["HOST", "::"], ["HOST", "[::1]"], ["HOST", "my_service"], ["HOST", "localhost"],
     ["DASHBOARD_ORIGIN", "https://app.example:8443/"], ["PUBLIC_URL", "http://localhost:3000"],
     ["EMBEDDINGS_MODEL", "nomic-embed-text:latest"], ["WEBHOOK_WORKER", "yes"], ["WEBHOOK_ALLOW_PRIVATE_URLS", "0"],
-    ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/prefix"]
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/prefix"], ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel_collector:4318"],
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::1]:4318"], ["EMBEDDINGS_URL", "http://127.0.0.1:11434/v1"],
+    ["EMBEDDINGS_URL", "https://api.openai.com/v1"], ["DASHBOARD_ORIGIN", "http://[::1]:8080"],
+    ["DATABASE_URL", "postgres://hearken:pw@db.internal:5432/hearken"], ["DATABASE_URL", "postgresql://[::1]/hearken"],
+    ["DATABASE_URL", "postgres://%2Frun%2Fpostgresql/hearken"], ["REDIS_URL", "redis://:pw@127.0.0.1:6379/2"],
+    ["REDIS_URL", "rediss://cache.example.com.:6380"], ["REDIS_URL", "redis://[::1]:6379"]
   ])("%s=%s is accepted", async (variable, value) => {
     const result = await load({ [variable]: value })
     expect(result._tag).toBe("Success")
@@ -137,6 +152,7 @@ describe("the server process: exit 1 and the one line on stderr, no stack", { ti
     ["DASHBOARD_ORIGIN", "https://a.com/app", `DASHBOARD_ORIGIN must be ${origin}, got "https://a.com/app"`],
     ["PUBLIC_URL", "https://feedback.example/api", `PUBLIC_URL must be ${origin}, got "https://feedback.example/api"`],
     ["HOST", "0.0.0.0:3000", `HOST must be ${listen}, got "0.0.0.0:3000"`],
+    ["EMBEDDINGS_URL", "https://a.com,https://b.com", `EMBEDDINGS_URL must be an http(s) URL ${oneHost}, got "https://a.com,https//b.com"`],
     ["OTEL_BSP_MAX_QUEUE_SIZE", "10abc", `OTEL_BSP_MAX_QUEUE_SIZE must be an integer between 1 and 1000000, got "10abc"`]
   ])("%s=%s", async (variable, value, line) => {
     const server = spawnServer({ PGLITE_DIR: "memory", LOG_LEVEL: "info", [variable]: value }, await freePort())

@@ -184,6 +184,77 @@ describe("npm run seed -- FILE", () => {
     const [hook] = await db.query((sql) => sql`SELECT events FROM webhook_endpoints WHERE id = 'wh_empty'`)
     expect(hook).toEqual({ events: [] })
   })
+
+  describe("says what it changed, one line per organization (docs/operations.md: \"Re-seeding\")", () => {
+    const jwt1 = "summary-first-secret-0123456789abcdef0123"
+    const jwt2 = "summary-second-secret-0123456789abcdef012"
+    const hook1 = "whsec_c3VtbWFyeS1maXJzdC13ZWJob29rLXNlY3JldA=="
+    const hook2 = "whsec_c3VtbWFyeS1zZWNvbmQtd2ViaG9vay1zZWNyZXQ="
+    const version1 = () => ({
+      id: "org_sum",
+      name: "Summary",
+      jwtSecrets: [jwt1],
+      statuses: [{ id: "st_sum_a", name: "A", isDefault: true }, { id: "st_sum_b", name: "B" }],
+      boards: [{ id: "b_sum", name: "Board", slug: "board", visibility: "public" }],
+      posts: [
+        { id: "p_sum_1", boardId: "b_sum", title: "One", content: "<p>one</p>", statusId: "st_sum_a" },
+        { id: "p_sum_2", boardId: "b_sum", title: "Two", content: "", statusId: "st_sum_b" }
+      ],
+      updates: [{ id: "u_sum", title: "News", slug: "news", content: "<p>news</p>" }],
+      webhooks: [
+        { id: "wh_sum_1", url: "https://example.com/1", secret: hook1, events: ["feedback.post.created"] },
+        { id: "wh_sum_2", url: "https://example.com/2", secret: hook2, events: ["feedback.post.created"] }
+      ]
+    })
+    /** The `Seeded …` lines of an import at the default log level; the secrets are never among them. */
+    const seeded = async (organization: unknown) => {
+      const result = await seed({ organizations: [organization] }, "summary.json", { LOG_LEVEL: "info" })
+      expect(result.code).toBe(0)
+      for (const secret of [jwt1, jwt2, hook1, hook2]) expect(result.stdout).not.toContain(secret)
+      return result.stdout.split("\n").flatMap((line) => /INFO .*?: (Seeded .*)$/.exec(line)?.[1] ?? [])
+    }
+    /** Each row's transaction id: a row not written keeps its own. */
+    const versions = () =>
+      db.query((sql) => sql`SELECT id, xmin::text AS version FROM statuses WHERE organization_id = 'org_sum'
+        UNION ALL SELECT id, xmin::text FROM boards WHERE organization_id = 'org_sum'
+        UNION ALL SELECT id, xmin::text FROM posts WHERE organization_id = 'org_sum'
+        UNION ALL SELECT id, xmin::text FROM updates WHERE organization_id = 'org_sum'
+        UNION ALL SELECT id, xmin::text FROM webhook_endpoints WHERE organization_id = 'org_sum' ORDER BY 1`)
+
+    it("+ created", async () => {
+      expect(await seeded(version1())).toEqual([
+        "Seeded org_sum: statuses +2 ~0 =0, boards +1 ~0 =0, posts +2 ~0 =0, updates +1 ~0 =0, webhooks +2 ~0 =0 -0, identity secrets +1 =0 -0"
+      ])
+    })
+
+    it("= already as the file says, and not written", async () => {
+      const before = await versions()
+      expect(before).toHaveLength(8)
+      expect(await seeded(version1())).toEqual([
+        "Seeded org_sum: statuses +0 ~0 =2, boards +0 ~0 =1, posts +0 ~0 =2, updates +0 ~0 =1, webhooks +0 ~0 =2 -0, identity secrets +0 =1 -0"
+      ])
+      expect(await versions()).toEqual(before)
+    })
+
+    it("~ changed, - deleted with the endpoints' ids, and a default status moved away from one the file leaves out", async () => {
+      const version2 = version1()
+      version2.jwtSecrets = [jwt2, jwt1]
+      version2.statuses = [{ id: "st_sum_b", name: "B", isDefault: true }]
+      version2.boards.push({ id: "b_sum_2", name: "Second", slug: "second", visibility: "private" })
+      version2.posts[0]!.title = "One, renamed"
+      version2.updates[0]!.content = "<p>news, corrected</p>"
+      // Only the URL differs: changed all the same.
+      version2.webhooks = [{ ...version2.webhooks[0]!, url: "https://example.com/one" }]
+      expect(await seeded(version2)).toEqual([
+        "Seeded org_sum: statuses +0 ~1 =0 (1 status not in the file no longer the default), boards +1 ~0 =1, " +
+        "posts +0 ~1 =1, updates +0 ~1 =0, webhooks +0 ~1 =0 -1 (deleted \"wh_sum_2\"), identity secrets +1 =1 -0"
+      ])
+      const statuses = await db.query((sql) => sql`SELECT id, is_default AS "isDefault" FROM statuses WHERE organization_id = 'org_sum' ORDER BY id`)
+      expect(statuses).toEqual([{ id: "st_sum_a", isDefault: false }, { id: "st_sum_b", isDefault: true }])
+      const hooks = await db.query((sql) => sql`SELECT id, url FROM webhook_endpoints WHERE organization_id = 'org_sum'`)
+      expect(hooks).toEqual([{ id: "wh_sum_1", url: "https://example.com/one" }])
+    })
+  })
 })
 
 describe("npm run seed while the server takes posts (decision 0020)", () => {
@@ -208,7 +279,7 @@ describe("npm run seed while the server takes posts (decision 0020)", () => {
       second.organizations[0]!.updates = [{ id: "u_lock", title: "Locked, renamed", slug: "locked", content: "", publishedAt: null }]
       const importing = seed(second, "while-serving.json", { DATABASE_URL: server.db.url, DATABASE_STATEMENT_TIMEOUT_MS: "120000" })
       const importWaiting = () => server.db.query((sql) => sql`SELECT 1 FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO updates%'`)
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH up AS (INSERT INTO updates%'`)
         .then((rows) => rows.length === 1 ? true : undefined)
       await eventually("the import to wait on the held update row", importWaiting)
 

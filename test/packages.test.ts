@@ -7,9 +7,15 @@
  * with that `tsc`, and run it with Node against the real server. A second
  * project installs `@hearken/api` alone, without `effect`, and type-checks
  * the thin client there: the root's code and declarations need no `effect`.
- * The packs use the built `dist/` (`npm run build` first; `npm test` and
- * `release:check` do), with `--ignore-scripts`: `prepack` would rebuild the
- * widget under the feet of the other test files.
+ * Under `npm test` the packs use the built `dist/` (`npm run build` first;
+ * `npm test` does) with `--ignore-scripts`: `prepack` would rebuild the
+ * widget under the feet of the other test files. `npm run release:check`
+ * runs this file alone with `RELEASE_CHECK=1`, and the packs run `prepack`
+ * as `npm publish` would, one after the other.
+ * The usage file is type-checked with `moduleResolution` `NodeNext` and
+ * `bundler`. `node10` (`"node"`) cannot be: TypeScript 7 removed it (TS5108);
+ * the packages' `typesVersions`, which TypeScript 5 and older read there,
+ * are checked against `exports` instead.
  */
 import { execFile } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
@@ -43,16 +49,21 @@ const npmEnv = {
 const npm = (args: ReadonlyArray<string>, cwd: string) =>
   run("npm", [...args], { cwd, env: npmEnv, maxBuffer: 16 * 1024 * 1024 })
 
+/** `npm run release:check`: the packs run their `prepack` scripts, as a publish does. */
+const releaseCheck = process.env["RELEASE_CHECK"] === "1"
+
 interface Packed {
   readonly filename: string
   readonly files: ReadonlyArray<string>
+  /** What npm wrote to stderr: the lifecycle scripts' banners and output. */
+  readonly log: string
 }
 const pack = async (name: "api" | "widget", into: string): Promise<Packed> => {
   const dir = join(root, "packages", name)
   if (!existsSync(join(dir, "dist"))) throw new Error(`packages/${name}/dist is missing: run npm run build first`)
-  const { stdout } = await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", into], dir)
+  const { stdout, stderr } = await npm(["pack", ...(releaseCheck ? [] : ["--ignore-scripts"]), "--json", "--pack-destination", into], dir)
   const [result] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
-  return { filename: join(into, result!.filename), files: result!.files.map((f) => f.path).sort() }
+  return { filename: join(into, result!.filename), files: result!.files.map((f) => f.path).sort(), log: stderr }
 }
 
 const tsconfig = {
@@ -71,6 +82,12 @@ const tsconfig = {
     noEmit: true
   },
   include: ["*.ts"]
+}
+
+/** The same check as a bundler's project reads it (Vite, esbuild, webpack): `exports` with the `types` condition, no file extensions needed. */
+const bundlerTsconfig = {
+  ...tsconfig,
+  compilerOptions: { ...tsconfig.compilerOptions, module: "ESNext", moduleResolution: "bundler" }
 }
 
 const newProject = async (dir: string) => {
@@ -182,7 +199,10 @@ const app = () => join(work, "app")
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), "hearken-packages-"))
-  ;[api, widget] = await Promise.all([pack("api", work), pack("widget", work)])
+  // With their scripts, one after the other: the widget's `tsc -b` builds @hearken/api's project too.
+  ;[api, widget] = releaseCheck
+    ? [await pack("api", work), await pack("widget", work)]
+    : await Promise.all([pack("api", work), pack("widget", work)])
   await Promise.all([newProject(app()), newProject(join(work, "thin-only"))])
   await Promise.all([
     npm(["install", api.filename, widget.filename, `effect@${versionOf("effect")}`, `typescript@${versionOf("typescript")}`], app()),
@@ -232,6 +252,28 @@ describe("the tarballs", () => {
     expect(widgetManifest["dependencies"]).toEqual({ "@hearken/api": "^0.1.0" })
   })
 
+  it.runIf(releaseCheck)("were made by npm pack with the prepack scripts run (release:check)", () => {
+    expect(api.log).toContain("> @hearken/api@0.1.0 prepack\n> tsc -b")
+    expect(widget.log).toContain("> @hearken/widget@0.1.0 prepack\n> tsc -b && node build.mjs")
+  })
+
+  it("map each export's declarations in typesVersions too, for TypeScript's node10 resolution (which TypeScript 7 no longer has)", async () => {
+    for (const name of ["api", "widget"]) {
+      const manifest = JSON.parse(await readFile(join(app(), "node_modules/@hearken", name, "package.json"), "utf8")) as {
+        types: string
+        exports: Record<string, string | { types?: string }>
+        typesVersions: Record<string, Record<string, ReadonlyArray<string>>>
+      }
+      const typed = Object.entries(manifest.exports).flatMap(([subpath, target]) =>
+        typeof target === "object" && target.types !== undefined ? [[subpath, target.types] as const] : [])
+      const mapped = Object.fromEntries(typed.filter(([subpath]) => subpath !== ".").map(([subpath, types]) => [subpath.slice(2), [types]]))
+      expect(manifest.typesVersions).toEqual({ "*": mapped })
+      expect(manifest.types).toBe(typed.find(([subpath]) => subpath === ".")![1])
+      // Each is a file of the tarball.
+      for (const [, types] of typed) expect(existsSync(join(app(), "node_modules/@hearken", name, types))).toBe(true)
+    }
+  })
+
   it("carry the repository's LICENSE", async () => {
     const license = await readFile(join(root, "LICENSE"), "utf8")
     for (const name of ["api", "widget"]) {
@@ -254,6 +296,11 @@ describe("a consumer", () => {
   it("type-checks a usage file with tsc and runs it against the server: the four endpoints, Idempotency-Key, errors", async () => {
     await writeFile(join(app(), "usage.ts"), usage(server.origin))
     await tsc(app())
+    // As a bundler's project resolves it.
+    await writeFile(join(app(), "tsconfig.bundler.json"), JSON.stringify(bundlerTsconfig))
+    await run(join(app(), "node_modules/.bin/tsc"), ["-p", "tsconfig.bundler.json"], { cwd: app() }).catch((error) => {
+      throw new Error(`tsc (moduleResolution bundler) failed:\n${error.stdout}${error.stderr}`)
+    })
     const { stdout } = await run(process.execPath, ["usage.ts"], { cwd: app() })
     const out = JSON.parse(stdout)
     expect(out.boards).toEqual(["b_bugs", "b_feat", "b_same_time_a", "b_same_time_b"])

@@ -131,8 +131,8 @@ describe("re-seeding converges webhooks and identity secrets to the file, and se
     const result = await seed(file({ jwtSecrets: [newJwt, oldJwt], webhooks: [kept(newHook, [oldHook])] }))
     expect(result.code).toBe(0)
     expect(result.seeded).toEqual([
-      "Seeded org_rot: statuses +0 ~1, boards +0 ~1, posts +0 ~0, updates +0 ~0, " +
-      "webhooks +0 ~1 -1 (1 undelivered delivery dropped), identity secrets +1 ~1 -0"
+      "Seeded org_rot: statuses +0 ~0 =1, boards +0 ~0 =1, posts +0 ~0 =0, updates +0 ~0 =0, " +
+      "webhooks +0 ~1 =0 -1 (deleted \"wh_dropped\"; 1 undelivered delivery dropped), identity secrets +1 =1 -0"
     ])
     expect(result.stdout).not.toContain(newJwt)
     expect(result.stdout).not.toContain(newHook)
@@ -157,7 +157,7 @@ describe("re-seeding converges webhooks and identity secrets to the file, and se
     const result = await seed(file({ jwtSecrets: [newJwt], webhooks: [kept(newHook)] }))
     expect(result.code).toBe(0)
     expect(result.seeded).toEqual([
-      "Seeded org_rot: statuses +0 ~1, boards +0 ~1, posts +0 ~0, updates +0 ~0, webhooks +0 ~1 -0, identity secrets +0 ~1 -1"
+      "Seeded org_rot: statuses +0 ~0 =1, boards +0 ~0 =1, posts +0 ~0 =0, updates +0 ~0 =0, webhooks +0 ~1 =0 -0, identity secrets +0 =1 -1"
     ])
     const refused = await submit(oldJwt)
     expect(refused.status).toBe(401)
@@ -170,21 +170,21 @@ describe("re-seeding converges webhooks and identity secrets to the file, and se
     expect(verifies(oldHook, last)).toBe(false)
   })
 
-  it("4. the same file again changes nothing; a file without the lists leaves endpoints and secrets as they are", async () => {
+  it("4. the same file again changes nothing, and says so; a file without the lists leaves endpoints and secrets as they are", async () => {
     const again = await seed(file({ jwtSecrets: [newJwt], webhooks: [kept(newHook)] }))
     expect(again.seeded).toEqual([
-      "Seeded org_rot: statuses +0 ~1, boards +0 ~1, posts +0 ~0, updates +0 ~0, webhooks +0 ~1 -0, identity secrets +0 ~1 -0"
+      "Seeded org_rot: statuses +0 ~0 =1, boards +0 ~0 =1, posts +0 ~0 =0, updates +0 ~0 =0, webhooks +0 ~0 =1 -0, identity secrets +0 =1 -0"
     ])
     const without = await seed(file({}))
     expect(without.seeded).toEqual([
-      "Seeded org_rot: statuses +0 ~1, boards +0 ~1, posts +0 ~0, updates +0 ~0, " +
+      "Seeded org_rot: statuses +0 ~0 =1, boards +0 ~0 =1, posts +0 ~0 =0, updates +0 ~0 =0, " +
       "webhooks not in the file (left as they are), identity secrets not in the file (left as they are)"
     ])
     expect(await endpoints()).toEqual([{ id: "wh_kept", secret: newHook, previousSecrets: [] }])
     expect((await submit(newJwt)).status).toBe(200)
     // An empty list is a list: every endpoint and every secret goes.
     const empty = await seed(file({ jwtSecrets: [], webhooks: [] }))
-    expect(empty.seeded[0]).toMatch(/webhooks \+0 ~0 -1(?: \(1 undelivered delivery dropped\))?, identity secrets \+0 ~0 -1$/)
+    expect(empty.seeded[0]).toMatch(/webhooks \+0 ~0 =0 -1 \(deleted "wh_kept"(?:; 1 undelivered delivery dropped)?\), identity secrets \+0 =0 -1$/)
     expect(await endpoints()).toEqual([])
     expect((await submit(newJwt)).body).toMatchObject({ _tag: "UnauthorizedError", message: "token: this organization accepts no identity tokens" })
   })

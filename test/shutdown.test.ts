@@ -2,9 +2,10 @@ import { Agent } from "node:http"
 import { connect } from "node:net"
 import { describe, expect, it } from "vitest"
 import { attemptFresh, holdLock, type Outcome, tally } from "./support/faults.js"
-import { endpoint, webhookOrganization } from "./support/receiver.js"
-import { freePort, spawnServer, waitForHealth } from "./support/process.js"
-import { useServerProcesses } from "./support/server.js"
+import { createDatabase } from "./support/database.js"
+import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
+import { freePort, type ServerProcess, spawnScript, spawnServer, waitForHealth, workerScript } from "./support/process.js"
+import { postJson, useServerProcesses, writeFixtureFile } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -218,19 +219,101 @@ describe("stopping: idle connections and requests past the grace period (docs/de
 })
 
 describe("the log of a stop", () => {
-  it("says when draining begins and when the server has stopped listening (issue 29)", async () => {
-    const server = spawnServer({ PGLITE_DIR: "memory", LOG_LEVEL: "info", WEBHOOK_WORKER: "false" }, await freePort())
+  const stripped = (line: string) => line.replace(/^\[[\d:.]+\] INFO \(#\d+\): /, "")
+  const stopped = "Stopped: every task ended and every connection closed"
+
+  /** `process`'s stdout lines as they come, each with when it came. */
+  const timed = (process: ServerProcess) => {
+    const lines: Array<{ readonly line: string; readonly at: number }> = []
+    let partial = ""
+    process.child.stdout!.on("data", (chunk: Buffer) => {
+      const parts = (partial + chunk.toString("utf8")).split("\n")
+      partial = parts.pop()!
+      for (const line of parts) lines.push({ line: stripped(line), at: Date.now() })
+    })
+    return lines
+  }
+
+  it("says when draining begins, when the server has stopped listening, and, last, when it has released everything (issue 29)", async () => {
+    // A webhook attempt is still in flight when the listener has stopped: the last line waits for it.
+    const receiver = await Receiver.start()
+    const answerMs = 3_000
+    let answeredAt = Number.POSITIVE_INFINITY
+    receiver.on("/slow", () => {
+      answeredAt = Date.now() + answerMs
+      return { status: 200, delayMs: answerMs }
+    })
+    const fixture = { organizations: [webhookOrganization("org_stop", [endpoint("wh_stop", receiver.url("/slow"))])] }
+    const server = spawnServer({
+      PGLITE_DIR: "memory", LOG_LEVEL: "info", WEBHOOK_ALLOW_PRIVATE_URLS: "true", SEED_FILE: await writeFixtureFile(fixture)
+    }, await freePort())
+    const lines = timed(server)
     try {
       await waitForHealth(server.origin, 60_000)
+      const res = await postJson(`${server.origin}/api/widget/v1/feedback`, {
+        organizationId: "org_stop", boardId: "b_org_stop", title: "Stop", content: ""
+      })
+      expect(res.status).toBe(200)
+      await receiver.waitFor("/slow", 1)
       server.child.kill("SIGTERM")
-      expect(await server.exited).toBe(0)
-      const lines = server.stdout().split("\n").filter((line) => /Draining:|Stopped listening:/.test(line))
-      expect(lines.map((line) => line.replace(/^\[[\d:.]+\] INFO \(#\d+\): /, ""))).toEqual([
+      expect(await server.closed).toBe(0)
+      const stop = lines.filter(({ line }) => /^(Draining|Stopped)/.test(line))
+      expect(stop.map(({ line }) => line)).toEqual([
         "Draining: new requests get 503; 0 in flight finish within 10s",
-        "Stopped listening: every connection ended"
+        "Stopped listening: every connection ended",
+        stopped
       ])
+      // The last line of all, and only once the webhook attempt had its answer.
+      expect(lines.at(-1)!.line).toBe(stopped)
+      expect(stop[2]!.at).toBeGreaterThanOrEqual(answeredAt)
+      expect(stop[1]!.at).toBeLessThan(answeredAt)
     } finally {
       server.child.kill("SIGKILL")
+      await receiver.close()
     }
   }, 90_000)
+
+  it("npm run worker says when it begins to drain and, once its attempt in flight has ended, that it has stopped", async () => {
+    const [db, receiver] = await Promise.all([createDatabase(), Receiver.start()])
+    const answerMs = 3_000
+    let answeredAt = Number.POSITIVE_INFINITY
+    receiver.on("/slow", () => {
+      answeredAt = Date.now() + answerMs
+      return { status: 200, delayMs: answerMs }
+    })
+    const fixture = { organizations: [webhookOrganization("org_worker", [endpoint("wh_worker", receiver.url("/slow"))])] }
+    const env = { DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE_URLS: "true" }
+    // The server takes the post and sends nothing; the worker sends it.
+    const server = spawnServer({ ...env, WEBHOOK_WORKER: "false", LOG_LEVEL: "warn", SEED_FILE: await writeFixtureFile(fixture) }, await freePort())
+    let worker: ServerProcess | undefined
+    try {
+      await waitForHealth(server.origin, 60_000)
+      worker = spawnScript(workerScript, [], { ...env, LOG_LEVEL: "info" })
+      const lines = timed(worker)
+      const res = await postJson(`${server.origin}/api/widget/v1/feedback`, {
+        organizationId: "org_worker", boardId: "b_org_worker", title: "Stop", content: ""
+      })
+      expect(res.status).toBe(200)
+      await receiver.waitFor("/slow", 1, 60_000)
+      worker.child.kill("SIGTERM")
+      expect(await worker.closed).toBe(0)
+      const stop = lines.filter(({ line }) => /^(Draining|Stopped)/.test(line))
+      expect(stop.map(({ line }) => line)).toEqual([
+        "Draining: no new webhook deliveries are claimed; attempts in flight: 1, given 17s 350ms to finish (then given back)",
+        stopped
+      ])
+      expect(lines.at(-1)!.line).toBe(stopped)
+      expect(stop[0]!.at).toBeLessThan(answeredAt)
+      expect(stop[1]!.at).toBeGreaterThanOrEqual(answeredAt)
+      // The attempt finished and was recorded before the worker stopped: it is not sent again.
+      const [delivery] = await db.query((sql) => sql`SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = 'wh_worker'`)
+      expect(delivery).toEqual({ status: "succeeded", attempts: 1 })
+    } finally {
+      worker?.child.kill("SIGKILL")
+      server.child.kill("SIGKILL")
+      await server.closed
+      await receiver.close()
+      await db.drop()
+    }
+  }, 120_000)
 })

@@ -1,6 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { HearkenApi } from "@hearken/api/effect"
-import { Effect, Layer, References } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { createServer } from "node:http"
@@ -135,16 +135,11 @@ const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
   Layer.provide(Drain.Drain.layer)
 )
 
-const LogLevelLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
-  return Layer.succeed(References.MinimumLogLevel, config.logLevel)
-}))
-
 /**
  * The log level and format, and the trace exporter when `OTEL_EXPORTER_OTLP_ENDPOINT` is set
  * (built with the logger, so that its sending fiber logs in the configured format).
  */
-const Observability = Tracing.layer.pipe(Layer.provideMerge(Layer.mergeAll(LogLevelLive, Logging.layer)))
+const Observability = Tracing.layer.pipe(Layer.provideMerge(Logging.settings))
 
 /**
  * The migrated database, the repositories and the log level, without the API:

@@ -46,16 +46,45 @@ export const urlVariables = [
   "OTEL_EXPORTER_OTLP_ENDPOINT"
 ] as const
 
-/** A URL with one of `protocols` and a host, kept as written (a secret's stays a string). */
-const UrlString = (protocols: ReadonlyArray<string>, message: string) =>
-  Schema.String.check(Schema.makeFilter((value) => {
-    if (!URL.canParse(value)) return false
-    const url = new URL(value)
-    return protocols.includes(url.protocol) && url.hostname !== ""
-  }, { message }))
+/** A DNS name: labels of letters, digits, `-` and `_` (as container and service names have), dot-separated, an optional final dot. */
+const dnsName = /^(?=[^.].{0,252}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i
 
-const HttpUrl = (message: string) =>
-  UrlString(["http:", "https:"], message).pipe(Schema.decodeTo(Schema.URL, SchemaTransformation.urlFromString))
+/**
+ * One host as a parsed URL holds it: a DNS name, an IPv4 address, or an IPv6 address in brackets.
+ * (`https://a.com,https://b.com` parses with the host `a.com,https`, and `redis://a,b:6379` with
+ * `a,b`: a list written as one value is refused here, not read as a wrong host.)
+ */
+export const isOneHost = (hostname: string): boolean => {
+  const bracketed = /^\[(.*)\]$/.exec(hostname)
+  if (bracketed !== null) return isIP(bracketed[1]!) === 6
+  if (/^[0-9.]+$/.test(hostname)) return isIP(hostname) === 4
+  return dnsName.test(hostname)
+}
+
+/** What a URL's host must be, in words: added to a URL variable's `message` (`UrlString`). */
+const oneHostWords = "with one host: a DNS name, an IPv4 address or an IPv6 address in brackets (not a list, no spaces or commas)"
+
+/**
+ * A URL with one of `protocols` and one host (`isOneHost`), kept as written (a secret's stays a
+ * string). `message` is for a value that is no such URL, `hostMessage` for one whose host is not
+ * one host. `socketHost`: a percent-encoded socket directory is a host too (`postgres://%2Frun%2Fpostgresql/db`).
+ */
+const UrlString = (protocols: ReadonlyArray<string>, message: string, options: {
+  readonly hostMessage?: string
+  readonly socketHost?: boolean
+} = {}) =>
+  Schema.String.check(Schema.makeFilter((value) => {
+    if (!URL.canParse(value)) return message
+    const url = new URL(value)
+    if (!protocols.includes(url.protocol) || url.hostname === "") return message
+    if (isOneHost(url.hostname) || (options.socketHost === true && /^%2F[^,\s]*$/i.test(url.hostname))) return undefined
+    return options.hostMessage ?? `${message} ${oneHostWords}`
+  }))
+
+const HttpUrl = (message: string, hostMessage?: string) =>
+  UrlString(["http:", "https:"], message, hostMessage === undefined ? {} : { hostMessage }).pipe(
+    Schema.decodeTo(Schema.URL, SchemaTransformation.urlFromString)
+  )
 
 /** What `Origin` refuses, in words: a start-up line names the variable and the value after it. */
 const originWords = "an http(s) origin: scheme, host and optional port, one origin (not a list), " +
@@ -70,8 +99,7 @@ const originWords = "an http(s) origin: scheme, host and optional port, one orig
  * no http(s) URL at all.
  */
 const Origin = (message: string) =>
-  HttpUrl(message).check(Schema.makeFilter((url) =>
-    /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/i.test(url.hostname) && (url.href === url.origin || url.href === `${url.origin}/`), {
+  HttpUrl(message, originWords).check(Schema.makeFilter((url) => url.href === url.origin || url.href === `${url.origin}/`, {
     message: originWords
   }))
 
@@ -302,7 +330,7 @@ const serverConfig = Config.all({
   embeddings,
   timeouts,
   databaseUrl: Config.option(Config.schema(
-    Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL")),
+    Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", { socketHost: true })),
     "DATABASE_URL"
   )),
   /** A directory, or `memory`. */

@@ -1,6 +1,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { ServerConfig } from "./config.js"
+import * as Logging from "./observability/Logging.js"
 import { reportStartupFailure, teardown } from "./startup-failure.js"
 
 /** The configuration is read before the rest of the server loads (its modules take seconds): a bad variable is told at once. */
@@ -10,4 +11,10 @@ const Server = Layer.unwrap(Effect.gen(function*() {
   return App
 }))
 
-Layer.launch(Server.pipe(Layer.provide(ServerConfig.layer))).pipe(reportStartupFailure, NodeRuntime.runMain({ teardown }))
+// The last line, `Stopped: …`, comes once everything is released (docs/operations.md: "Logs").
+Layer.launch(Server).pipe(
+  Logging.logStopped,
+  Effect.provide(Logging.settings.pipe(Layer.provideMerge(ServerConfig.layer))),
+  reportStartupFailure,
+  NodeRuntime.runMain({ teardown })
+)

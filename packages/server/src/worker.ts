@@ -2,6 +2,7 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Option } from "effect"
 import { Worker } from "./App.js"
 import { InvalidConfig, ServerConfig } from "./config.js"
+import * as Logging from "./observability/Logging.js"
 import { reportStartupFailure, teardown } from "./startup-failure.js"
 
 /** The embedded database belongs to the server process, whose own worker runs by default. */
@@ -12,7 +13,10 @@ const requireDatabaseUrl = Layer.effectDiscard(Effect.gen(function*() {
   }
 }))
 
-Layer.launch(Worker.pipe(Layer.provide(requireDatabaseUrl), Layer.provideMerge(ServerConfig.layer))).pipe(
+// A stop says `Draining: …` when it begins and `Stopped: …` once everything is released.
+Layer.launch(Worker.pipe(Layer.provide(requireDatabaseUrl))).pipe(
+  Logging.logStopped,
+  Effect.provide(Logging.settings.pipe(Layer.provideMerge(ServerConfig.layer))),
   reportStartupFailure,
   NodeRuntime.runMain({ teardown })
 )

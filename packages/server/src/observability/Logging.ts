@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, Layer, Logger, References, Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Logger, References, Tracer } from "effect"
 import { ServerConfig } from "../config.js"
 
 const text = (message: unknown): unknown => {
@@ -40,3 +40,25 @@ export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
   return config.logFormat === "json" ? Logger.layer([jsonLogger, Logger.tracerLogger]) : Layer.empty
 }))
+
+/** `LOG_LEVEL`. */
+export const minimumLevel = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* ServerConfig
+  return Layer.succeed(References.MinimumLogLevel, config.logLevel)
+}))
+
+/** The configured level and format, for the lines a process logs outside its application's layers (`logStopped`). */
+export const settings = Layer.mergeAll(minimumLevel, layer)
+
+/**
+ * The last line of a process that was stopped (SIGTERM, SIGINT), logged once its layers are
+ * released: the HTTP drain, the background work (webhook attempts finishing), the database and
+ * Redis connections, the trace exporter's last flush. Until it, the process may still be busy.
+ * Needs `settings` around it. A failure says nothing here: it has its own line.
+ */
+export const logStopped = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  self.pipe(Effect.onExit((exit) =>
+    Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+      ? Effect.logInfo("Stopped: every task ended and every connection closed")
+      : Effect.void
+  ))

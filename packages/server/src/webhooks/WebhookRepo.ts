@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { type RowOutcome, upsertOutcome } from "../sql/upsertOutcome.js"
 
 /** An endpoint as a fixture gives it. */
 export interface EndpointFields {
@@ -141,8 +142,11 @@ type Q<A> = Effect.Effect<A, SqlError.SqlError>
 
 /** Every statement on `webhook_endpoints`, `webhook_events` and `webhook_deliveries`. */
 export class WebhookRepo extends Context.Service<WebhookRepo, {
-  /** Fixture import: inserts or updates an endpoint; yields no row when the id belongs to another organization. */
-  readonly upsertEndpoint: (organizationId: string, endpoint: EndpointFields) => Q<ReadonlyArray<{ readonly id: string; readonly inserted: boolean }>>
+  /**
+   * Fixture import: inserts an endpoint, or updates it when its URL, secrets or events differ;
+   * yields what it did (`upsertOutcome`), null when the id belongs to another organization.
+   */
+  readonly upsertEndpoint: (organizationId: string, endpoint: EndpointFields) => Q<ReadonlyArray<{ readonly outcome: RowOutcome | null }>>
   /**
    * Fixture import: deletes the organization's endpoints other than `keep`, with their deliveries
    * (pending ones are dropped, never sent; one in flight finds its row gone and records nothing).
@@ -204,13 +208,21 @@ export class WebhookRepo extends Context.Service<WebhookRepo, {
 
       // `xmax = 0`: the row was inserted, not updated.
       const upsertEndpoint = (organizationId: string, endpoint: EndpointFields) =>
-        sql<{ id: string; inserted: boolean }>`INSERT INTO webhook_endpoints (id, organization_id, url, secret, previous_secrets, events)
-          VALUES (${endpoint.id}, ${organizationId}, ${endpoint.url}, ${endpoint.secret},
-            ${textArray(endpoint.previousSecrets ?? [])}, ${textArray(endpoint.events)})
-          ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret,
-            previous_secrets = EXCLUDED.previous_secrets, events = EXCLUDED.events
-          WHERE webhook_endpoints.organization_id = EXCLUDED.organization_id
-          RETURNING id, (xmax = 0) AS inserted`
+        upsertOutcome(
+          sql,
+          sql<{ inserted: boolean }>`INSERT INTO webhook_endpoints (id, organization_id, url, secret, previous_secrets, events)
+            VALUES (${endpoint.id}, ${organizationId}, ${endpoint.url}, ${endpoint.secret},
+              ${textArray(endpoint.previousSecrets ?? [])}, ${textArray(endpoint.events)})
+            ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret,
+              previous_secrets = EXCLUDED.previous_secrets, events = EXCLUDED.events
+            WHERE webhook_endpoints.organization_id = EXCLUDED.organization_id
+              AND (webhook_endpoints.url, webhook_endpoints.secret, webhook_endpoints.previous_secrets, webhook_endpoints.events)
+                IS DISTINCT FROM (EXCLUDED.url, EXCLUDED.secret, EXCLUDED.previous_secrets, EXCLUDED.events)
+            RETURNING (xmax = 0) AS inserted`,
+          "webhook_endpoints",
+          endpoint.id,
+          organizationId
+        )
 
       // The organization's queue rows are settled afterwards: its deleted endpoints' deliveries no longer count.
       const deleteEndpointsExcept = (organizationId: string, keep: ReadonlyArray<string>) =>

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Fiber, Layer, Option, Queue } from "effect"
+import { Cause, Duration, Effect, Fiber, Layer, Option, Queue } from "effect"
 import { ServerConfig } from "../config.js"
 import * as Metrics from "../observability/Metrics.js"
 import { concurrency, lateAfterMs, lateSlots, pollMs } from "./limits.js"
@@ -186,18 +186,37 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  * Needs the `WebhookRepo`, which `App.ts` provides.
  */
 
-/** Always runs. LISTEN needs a connection of its own, which the embedded database cannot spare: it polls. */
-export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
-  const config = yield* ServerConfig
-  const inFlight = new Set<Fiber.Fiber<void>>()
-  // Finalizers run last-added first: the loop stops, then the attempts drain.
-  yield* Effect.addFinalizer(() => drain(inFlight, config.webhookTimeoutMs + persistMs + 1_000))
-  yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl), inFlight))
-  yield* Effect.logDebug("Webhook worker started")
-})).pipe(Layer.provide(WebhookDelivery.layerNoDeps), Layer.provide(WebhookTransport.layer))
+/**
+ * Always runs. LISTEN needs a connection of its own, which the embedded database cannot spare: it
+ * polls. `announce`: a stop begins with a `Draining:` line (the dedicated worker's; the server's
+ * listener says its own).
+ */
+const make = (announce: boolean) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const config = yield* ServerConfig
+    const inFlight = new Set<Fiber.Fiber<void>>()
+    const graceMs = config.webhookTimeoutMs + persistMs + 1_000
+    // Finalizers run last-added first: the line, then the loop stops, then the attempts drain.
+    yield* Effect.addFinalizer(() => drain(inFlight, graceMs))
+    yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl), inFlight))
+    if (announce) {
+      yield* Effect.addFinalizer(() =>
+        Effect.suspend(() =>
+          Effect.logInfo(
+            `Draining: no new webhook deliveries are claimed; attempts in flight: ${inFlight.size}, ` +
+              `given ${Duration.format(Duration.millis(graceMs))} to finish (then given back)`
+          )
+        )
+      )
+    }
+    yield* Effect.logDebug("Webhook worker started")
+  })).pipe(Layer.provide(WebhookDelivery.layerNoDeps), Layer.provide(WebhookTransport.layer))
 
-/** Runs when `WEBHOOK_WORKER` is on (the default). */
+/** `npm run worker`: always runs, and says when it begins to stop. */
+export const layerAlways = make(true)
+
+/** In the server: runs when `WEBHOOK_WORKER` is on (the default). */
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
-  return config.webhookWorker ? layerAlways : Layer.empty
+  return config.webhookWorker ? make(false) : Layer.empty
 }))
