@@ -1,7 +1,7 @@
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ConfigProvider, Effect } from "effect"
+import { ConfigProvider, Effect, Option } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
 import { configVariables, loadServerConfig } from "../packages/server/dist/config.js"
 import { freePort, spawnServer } from "./support/process.js"
@@ -19,6 +19,7 @@ import { freePort, spawnServer } from "./support/process.js"
 const origin = "an http(s) origin: scheme, host and optional port, one origin (not a list), " +
   "without a path, query, fragment or user name (e.g. https://feedback.example.com)"
 const listen = "an IP address or host name to listen on, such as 0.0.0.0, ::, 127.0.0.1 or localhost (no scheme, port or path)"
+const hostPorts = "host:port pairs separated by commas, e.g. 10.0.0.1:26379,10.0.0.2:26379 ([::1]:26379 for IPv6)"
 const ms = (maximum: number) => `a number of milliseconds between 1 and ${maximum}`
 
 /** [variable, bad value, what it must be, the value as shown (undefined: not shown, a secret or unparsable URL)] */
@@ -43,6 +44,14 @@ const table: ReadonlyArray<readonly [string, string, string, string | undefined]
   ["DATABASE_URL", "mysql://db/x", "a postgres:// or postgresql:// URL", undefined],
   ["DATABASE_URL", "db.example:5432/x", "a postgres:// or postgresql:// URL", undefined],
   ["REDIS_URL", "127.0.0.1:6379", "a redis:// or rediss:// URL", undefined],
+  ["REDIS_SENTINELS", "127.0.0.1", hostPorts, "127.0.0.1"],
+  ["REDIS_SENTINELS", "10.0.0.1:26379,redis://10.0.0.2:26379", hostPorts, "10.0.0.1:26379,redis://10.0.0.2:26379"],
+  ["REDIS_SENTINELS", ",", hostPorts, ","],
+  ["REDIS_SENTINEL_NAME", "my master",
+    "the master group's name as the sentinels know it (sentinel monitor NAME …), without spaces or control characters", "my master"],
+  ["REDIS_CLUSTER_NODES", "127.0.0.1:70000", hostPorts, "127.0.0.1:70000"],
+  ["REDIS_CLUSTER_NODES", "[::1:7000", hostPorts, "[::1:7000"],
+  ["REDIS_CLUSTER_NODES", "::1:7000", hostPorts, "::1:7000"],
   ["SEED_FILE", tmpdir(), "a file, not a directory", tmpdir()],
   ["PUBLIC_URL", "feedback.example", "an http(s) URL", undefined],
   ["PUBLIC_URL", "https://feedback.example/api", origin, "https://feedback.example/api"],
@@ -112,6 +121,38 @@ describe("every variable refuses a bad value, naming it", () => {
     expect(result.failure.message).toBe(
       `Invalid configuration: ${variable} must be ${must}${shown === undefined ? "" : `, got ${JSON.stringify(shown)}`}`
     )
+  })
+
+  // Redis topologies that cannot mean anything together (issue 30): the variable too many is named.
+  const one = "(one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES)"
+  it.each([
+    [{ REDIS_SENTINELS: "10.0.0.1:26379" }, "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS: the master group's name"],
+    [{ REDIS_SENTINEL_NAME: "mymaster" }, "REDIS_SENTINEL_NAME must be set only with REDIS_SENTINELS"],
+    [{ REDIS_URL: "redis://cache:6379", REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "mymaster" },
+      `REDIS_SENTINELS must not be set with REDIS_URL ${one}`],
+    [{ REDIS_URL: "redis://cache:6379", REDIS_CLUSTER_NODES: "10.0.0.1:7000" }, `REDIS_CLUSTER_NODES must not be set with REDIS_URL ${one}`],
+    [{ REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "mymaster", REDIS_CLUSTER_NODES: "10.0.0.1:7000" },
+      `REDIS_CLUSTER_NODES must not be set with REDIS_SENTINELS ${one}`]
+  ] as const)("%j is refused", async (env, line) => {
+    const result = await load(env)
+    expect(result._tag).toBe("Failure")
+    if (result._tag !== "Failure") return
+    expect(result.failure._tag).toBe("InvalidConfig")
+    expect(result.failure.message).toBe(`Invalid configuration: ${line}`)
+  })
+
+  it.each([
+    [{ REDIS_SENTINELS: " 10.0.0.1:26379, sentinel-2.internal:26379,[::1]:26380 ", REDIS_SENTINEL_NAME: "mymaster" }, {
+      _tag: "Sentinel",
+      name: "mymaster",
+      sentinels: [{ host: "10.0.0.1", port: 26379 }, { host: "sentinel-2.internal", port: 26379 }, { host: "::1", port: 26380 }]
+    }],
+    [{ REDIS_CLUSTER_NODES: "10.0.0.1:7000,10.0.0.2:7001" }, { _tag: "Cluster", nodes: [{ host: "10.0.0.1", port: 7000 }, { host: "10.0.0.2", port: 7001 }] }]
+  ] as const)("%j is read as a topology", async (env, topology) => {
+    const result = await load(env)
+    expect(result._tag).toBe("Success")
+    if (result._tag !== "Success") return
+    expect(Option.getOrUndefined(result.success.redis)).toEqual(topology)
   })
 
   // What the refusals above must not catch.
