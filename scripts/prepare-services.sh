@@ -159,11 +159,10 @@ if [ "$(redis-cli -p 7000 CLUSTER INFO | tr -d '\r' | sed -n 's/^cluster_slots_a
   log "creating the Redis Cluster"
   redis-cli --cluster create 127.0.0.1:7000 127.0.0.1:7001 127.0.0.1:7002 --cluster-replicas 0 --cluster-yes >/dev/null
 fi
-for _ in $(seq 1 100); do
-  redis-cli -p 7000 CLUSTER INFO | grep -q '^cluster_state:ok' && break
-  sleep 0.1
-done
-redis-cli -p 7000 CLUSTER INFO | grep '^cluster_state:'
+# Every node says ok (a node started again refuses for a moment after it rejoins).
+cluster_ok() { for port in 7000 7001 7002; do redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_state:ok' || return 1; done; }
+for _ in $(seq 1 100); do cluster_ok && break; sleep 0.1; done
+cluster_ok || { log "the Redis Cluster is not ok"; redis-cli -p 7000 CLUSTER INFO | grep '^cluster_state:'; exit 1; }
 log "Redis Sentinel group ($SENTINEL_NAME, master 127.0.0.1:$(sentinel_master_port)) and Redis Cluster (7000-7002) are ready"
 # --- end of Redis Sentinel and Cluster ---
 

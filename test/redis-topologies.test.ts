@@ -240,8 +240,10 @@ describe("Redis Cluster (REDIS_CLUSTER_NODES)", { timeout: 90_000 }, () => {
     } finally {
       await traffic.stop()
       if (!restarted) await startRedisNode(node)
-      await eventually("the Cluster to be whole", async () =>
-        String(await redisCall(clusterPorts[0], "CLUSTER", "INFO")).includes("cluster_state:ok") ? true : undefined)
+      await eventually("every Cluster node to say the cluster is ok", async () => {
+        const states = await Promise.all(clusterPorts.map((port) => redisCall(port, "CLUSTER", "INFO")))
+        return states.every((info) => String(info).includes("cluster_state:ok")) ? true : undefined
+      })
     }
   })
 })
