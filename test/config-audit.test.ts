@@ -178,7 +178,9 @@ describe("the server process: exit 1 and the one line on stderr, no stack", { ti
     ["DASHBOARD_ORIGIN", "https://a.com/app", `DASHBOARD_ORIGIN must be ${origin}, got "https://a.com/app"`],
     ["PUBLIC_URL", "https://feedback.example/api", `PUBLIC_URL must be ${origin}, got "https://feedback.example/api"`],
     ["HOST", "0.0.0.0:3000", `HOST must be ${listen}, got "0.0.0.0:3000"`],
-    ["OTEL_BSP_MAX_QUEUE_SIZE", "10abc", `OTEL_BSP_MAX_QUEUE_SIZE must be an integer between 1 and 1000000, got "10abc"`]
+    ["OTEL_BSP_MAX_QUEUE_SIZE", "10abc", `OTEL_BSP_MAX_QUEUE_SIZE must be an integer between 1 and 1000000, got "10abc"`],
+    // Refused for what is missing beside it, before any connection is tried.
+    ["REDIS_SENTINELS", "127.0.0.1:26380", "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS: the master group's name"]
   ])("%s=%s", async (variable, value, line) => {
     const server = spawnServer({ PGLITE_DIR: "memory", LOG_LEVEL: "info", [variable]: value }, await freePort())
     const code = await server.closed
