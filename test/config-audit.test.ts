@@ -1,7 +1,7 @@
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ConfigProvider, Effect, Option } from "effect"
+import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
 import { configVariables, loadServerConfig } from "../packages/server/dist/config.js"
 import { freePort, spawnServer } from "./support/process.js"
@@ -52,6 +52,8 @@ const table: ReadonlyArray<readonly [string, string, string, string | undefined]
   ["REDIS_CLUSTER_NODES", "127.0.0.1:70000", hostPorts, "127.0.0.1:70000"],
   ["REDIS_CLUSTER_NODES", "[::1:7000", hostPorts, "[::1:7000"],
   ["REDIS_CLUSTER_NODES", "::1:7000", hostPorts, "::1:7000"],
+  ["REDIS_PASSWORD", "pass\nword", "a password without control characters", undefined],
+  ["REDIS_SENTINEL_PASSWORD", "pass\u0007word", "a password without control characters", undefined],
   ["SEED_FILE", tmpdir(), "a file, not a directory", tmpdir()],
   ["PUBLIC_URL", "feedback.example", "an http(s) URL", undefined],
   ["PUBLIC_URL", "https://feedback.example/api", origin, "https://feedback.example/api"],
@@ -125,6 +127,7 @@ describe("every variable refuses a bad value, naming it", () => {
 
   // Redis topologies that cannot mean anything together (issue 30): the variable too many is named.
   const one = "(one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES)"
+  const url = "(REDIS_URL carries its own: redis://:PASSWORD@host)"
   it.each([
     [{ REDIS_SENTINELS: "10.0.0.1:26379" }, "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS: the master group's name"],
     [{ REDIS_SENTINEL_NAME: "mymaster" }, "REDIS_SENTINEL_NAME must be set only with REDIS_SENTINELS"],
@@ -132,7 +135,11 @@ describe("every variable refuses a bad value, naming it", () => {
       `REDIS_SENTINELS must not be set with REDIS_URL ${one}`],
     [{ REDIS_URL: "redis://cache:6379", REDIS_CLUSTER_NODES: "10.0.0.1:7000" }, `REDIS_CLUSTER_NODES must not be set with REDIS_URL ${one}`],
     [{ REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "mymaster", REDIS_CLUSTER_NODES: "10.0.0.1:7000" },
-      `REDIS_CLUSTER_NODES must not be set with REDIS_SENTINELS ${one}`]
+      `REDIS_CLUSTER_NODES must not be set with REDIS_SENTINELS ${one}`],
+    [{ REDIS_PASSWORD: "s3cret" }, `REDIS_PASSWORD must be set only with REDIS_SENTINELS or REDIS_CLUSTER_NODES ${url}`],
+    [{ REDIS_URL: "redis://cache:6379", REDIS_PASSWORD: "s3cret" },
+      `REDIS_PASSWORD must be set only with REDIS_SENTINELS or REDIS_CLUSTER_NODES ${url}`],
+    [{ REDIS_CLUSTER_NODES: "10.0.0.1:7000", REDIS_SENTINEL_PASSWORD: "s3cret" }, "REDIS_SENTINEL_PASSWORD must be set only with REDIS_SENTINELS"]
   ] as const)("%j is refused", async (env, line) => {
     const result = await load(env)
     expect(result._tag).toBe("Failure")
@@ -145,14 +152,32 @@ describe("every variable refuses a bad value, naming it", () => {
     [{ REDIS_SENTINELS: " 10.0.0.1:26379, sentinel-2.internal:26379,[::1]:26380 ", REDIS_SENTINEL_NAME: "mymaster" }, {
       _tag: "Sentinel",
       name: "mymaster",
-      sentinels: [{ host: "10.0.0.1", port: 26379 }, { host: "sentinel-2.internal", port: 26379 }, { host: "::1", port: 26380 }]
+      sentinels: [{ host: "10.0.0.1", port: 26379 }, { host: "sentinel-2.internal", port: 26379 }, { host: "::1", port: 26380 }],
+      password: undefined,
+      sentinelPassword: undefined
     }],
-    [{ REDIS_CLUSTER_NODES: "10.0.0.1:7000,10.0.0.2:7001" }, { _tag: "Cluster", nodes: [{ host: "10.0.0.1", port: 7000 }, { host: "10.0.0.2", port: 7001 }] }]
+    [{ REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "mymaster", REDIS_PASSWORD: "pw 1", REDIS_SENTINEL_PASSWORD: "pw2" }, {
+      _tag: "Sentinel",
+      name: "mymaster",
+      sentinels: [{ host: "10.0.0.1", port: 26379 }],
+      password: "pw 1",
+      sentinelPassword: "pw2"
+    }],
+    [{ REDIS_CLUSTER_NODES: "10.0.0.1:7000,10.0.0.2:7001", REDIS_PASSWORD: "s3cret" }, {
+      _tag: "Cluster",
+      nodes: [{ host: "10.0.0.1", port: 7000 }, { host: "10.0.0.2", port: 7001 }],
+      password: "s3cret"
+    }]
   ] as const)("%j is read as a topology", async (env, topology) => {
     const result = await load(env)
     expect(result._tag).toBe("Success")
     if (result._tag !== "Success") return
-    expect(Option.getOrUndefined(result.success.redis)).toEqual(topology)
+    // Passwords as their value, for the comparison (they are `Redacted` in the configuration).
+    const reveal = (secret: unknown) =>
+      Option.isOption(secret) ? Option.getOrUndefined(Option.map(secret, (value) => Redacted.value(value as Redacted.Redacted<string>))) : secret
+    const read = Option.getOrUndefined(result.success.redis)
+    expect(read === undefined ? undefined : Object.fromEntries(Object.entries(read).map(([key, value]) => [key, reveal(value)])))
+      .toEqual(Object.fromEntries(Object.entries(topology).filter(([, value]) => value !== undefined)))
   })
 
   // What the refusals above must not catch.

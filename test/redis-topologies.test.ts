@@ -1,3 +1,7 @@
+import { spawnSync } from "node:child_process"
+import { mkdtemp, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { keyOf } from "../packages/server/dist/rate-limit/RateLimiter.js"
 import { baseFixture } from "./support/fixtures.js"
@@ -7,6 +11,7 @@ import {
   clusterNodeOf,
   clusterPorts,
   redisCall,
+  redisCallWith,
   roleOf,
   sentinelDataPorts,
   sentinelEnv,
@@ -16,6 +21,7 @@ import {
   shutdownRedis,
   startRedisNode
 } from "./support/redis.js"
+import { freePort } from "./support/net.js"
 import { startSeededServer, type TestServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
@@ -244,6 +250,74 @@ describe("Redis Cluster (REDIS_CLUSTER_NODES)", { timeout: 90_000 }, () => {
         const states = await Promise.all(clusterPorts.map((port) => redisCall(port, "CLUSTER", "INFO")))
         return states.every((info) => String(info).includes("cluster_state:ok")) ? true : undefined
       })
+    }
+  })
+})
+
+/**
+ * `REDIS_PASSWORD` and `REDIS_SENTINEL_PASSWORD`: a one-node Cluster and a Sentinel group of
+ * their own (a master, one sentinel) that require passwords, started and stopped here.
+ */
+describe("Sentinel and Cluster behind passwords", { timeout: 60_000 }, () => {
+  const password = "n0de pass"
+  const sentinelPassword = "sentinel-pass"
+  const ports = { cluster: 0, master: 0, sentinel: 0 }
+  const daemon = (args: ReadonlyArray<string>) => {
+    const result = spawnSync("redis-server", [...args, "--daemonize", "yes"], { encoding: "utf8" })
+    if (result.status !== 0) throw new Error(`redis-server ${args.join(" ")}: ${result.stdout}${result.stderr}`)
+  }
+  beforeAll(async () => {
+    const dir = await mkdtemp(join(tmpdir(), "hearken-redis-auth-"))
+    ports.cluster = await freePort()
+    ports.master = await freePort()
+    ports.sentinel = await freePort()
+    const common = ["--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--requirepass", password]
+    daemon(["--port", String(ports.cluster), ...common, "--cluster-enabled", "yes", "--cluster-config-file", `nodes-${ports.cluster}.conf`, "--cluster-announce-ip", "127.0.0.1"])
+    daemon(["--port", String(ports.master), ...common])
+    const conf = join(dir, "sentinel.conf")
+    await writeFile(conf, [
+      `port ${ports.sentinel}`, "bind 127.0.0.1", `dir ${dir}`, `requirepass ${sentinelPassword}`,
+      `sentinel monitor auth 127.0.0.1 ${ports.master} 1`, `sentinel auth-pass auth "${password}"`
+    ].join("\n") + "\n")
+    daemon([conf, "--sentinel"])
+    await eventually("the one-node cluster to hold every slot", async () => {
+      await redisCallWith(password, ports.cluster, "CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+      return String(await redisCallWith(password, ports.cluster, "CLUSTER", "INFO")).includes("cluster_state:ok") ? true : undefined
+    })
+    await eventually("the sentinel to answer", async () =>
+      Array.isArray(await redisCallWith(sentinelPassword, ports.sentinel, "SENTINEL", "get-master-addr-by-name", "auth")) ? true : undefined)
+  })
+  afterAll(async () => {
+    await redisCallWith(sentinelPassword, ports.sentinel, "SHUTDOWN", "NOSAVE")
+    for (const port of [ports.cluster, ports.master]) await redisCallWith(password, port, "SHUTDOWN", "NOSAVE")
+  })
+
+  const cases = () => ({
+    cluster: { REDIS_CLUSTER_NODES: `127.0.0.1:${ports.cluster}`, REDIS_PASSWORD: password },
+    sentinel: {
+      REDIS_SENTINELS: `127.0.0.1:${ports.sentinel}`,
+      REDIS_SENTINEL_NAME: "auth",
+      REDIS_PASSWORD: password,
+      REDIS_SENTINEL_PASSWORD: sentinelPassword
+    }
+  })
+
+  it.each(["cluster", "sentinel"] as const)("%s: limits with the right passwords, 503 with a wrong one", async (topology) => {
+    const env = cases()[topology]
+    const dataPort = topology === "cluster" ? ports.cluster : ports.master
+    const wrong = topology === "cluster" ? { ...env, REDIS_PASSWORD: "wrong" } : { ...env, REDIS_SENTINEL_PASSWORD: "wrong" }
+    const [right, refused] = await Promise.all([env, wrong].map((env) => startSeededServer(baseFixture(), { RATE_LIMIT_MULTIPLIER: "1", ...env })))
+    try {
+      const from = freshAddress()
+      const allowed = await suggest(right!, from)
+      expect(kindOf(allowed)).toBe("allowed")
+      expect(allowed.headers["ratelimit-remaining"]).toBe(String(limit - 1))
+      expect(await redisCallWith(password, dataPort, "EXISTS", keyOf(`suggestions:${from}`))).toBe(1)
+      const unavailableAnswer = await suggest(refused!, freshAddress())
+      expect(unavailableAnswer.status).toBe(503)
+      expect(unavailableAnswer.body).toEqual(unavailable)
+    } finally {
+      await Promise.all([right, refused].map((server) => server!.close()))
     }
   })
 })

@@ -69,8 +69,19 @@ export const sentinelEnv = {
 export const clusterEnv = { REDIS_CLUSTER_NODES: clusterPorts.map((port) => `127.0.0.1:${port}`).join(",") }
 
 /** One command to the server on `port`, on a connection of its own; undefined when nothing answers. */
-export const redisCall = async (port: number, ...args: Array<string | number>): Promise<unknown> => {
-  const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 })
+export const redisCall = (port: number, ...args: Array<string | number>): Promise<unknown> => redisCallWith(undefined, port, ...args)
+
+/** `redisCall` to a server that requires `password`. */
+export const redisCallWith = async (password: string | undefined, port: number, ...args: Array<string | number>): Promise<unknown> => {
+  const client = new Redis({
+    port,
+    host: "127.0.0.1",
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 500,
+    ...(password === undefined ? {} : { password })
+  })
   client.on("error", () => {})
   try {
     await client.connect()

@@ -192,6 +192,8 @@ const HostPorts = Schema.String.pipe(Schema.decodeTo(
   })
 ))
 
+const Password = Schema.String.check(Schema.isPattern(/^[^\x00-\x1f\x7f]+$/, { message: "a password without control characters" }))
+
 /** The variables as read; `redisTopology` checks how they combine. */
 const redisSettings = Config.all({
   url: Config.option(Config.schema(
@@ -203,14 +205,24 @@ const redisSettings = Config.all({
     Token("the master group's name as the sentinels know it (sentinel monitor NAME …), without spaces or control characters"),
     "REDIS_SENTINEL_NAME"
   )),
-  clusterNodes: Config.option(Config.schema(HostPorts, "REDIS_CLUSTER_NODES"))
+  clusterNodes: Config.option(Config.schema(HostPorts, "REDIS_CLUSTER_NODES")),
+  /** `AUTH` on the data nodes of a Sentinel group or a Cluster (a `REDIS_URL` carries its own). */
+  password: Config.option(Config.schema(Schema.RedactedFromValue(Password), "REDIS_PASSWORD")),
+  /** `AUTH` on the sentinels themselves (their `requirepass`), when they have one. */
+  sentinelPassword: Config.option(Config.schema(Schema.RedactedFromValue(Password), "REDIS_SENTINEL_PASSWORD"))
 })
 
 /** Where the rate limiter's Redis is: none (the in-process limiter), one server, a Sentinel group or a Cluster. */
 export type RedisTopology =
   | { readonly _tag: "Standalone"; readonly url: Redacted.Redacted<string> }
-  | { readonly _tag: "Sentinel"; readonly sentinels: ReadonlyArray<HostPort>; readonly name: string }
-  | { readonly _tag: "Cluster"; readonly nodes: ReadonlyArray<HostPort> }
+  | {
+    readonly _tag: "Sentinel"
+    readonly sentinels: ReadonlyArray<HostPort>
+    readonly name: string
+    readonly password: Option.Option<Redacted.Redacted<string>>
+    readonly sentinelPassword: Option.Option<Redacted.Redacted<string>>
+  }
+  | { readonly _tag: "Cluster"; readonly nodes: ReadonlyArray<HostPort>; readonly password: Option.Option<Redacted.Redacted<string>> }
 
 const topologyWords = "one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES"
 
@@ -221,7 +233,7 @@ const topologyWords = "one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES"
 const redisTopology = (
   settings: Config.Success<typeof redisSettings>
 ): Effect.Effect<Option.Option<RedisTopology>, InvalidConfig> => {
-  const { url, sentinels, sentinelName, clusterNodes } = settings
+  const { url, sentinels, sentinelName, clusterNodes, password, sentinelPassword } = settings
   if (Option.isSome(clusterNodes) && (Option.isSome(url) || Option.isSome(sentinels))) {
     const other = Option.isSome(url) ? "REDIS_URL" : "REDIS_SENTINELS"
     return Effect.fail(new InvalidConfig({ variable: "REDIS_CLUSTER_NODES", reason: `must not be set with ${other} (${topologyWords})` }))
@@ -235,10 +247,27 @@ const redisTopology = (
   if (Option.isNone(sentinels) && Option.isSome(sentinelName)) {
     return Effect.fail(new InvalidConfig({ variable: "REDIS_SENTINEL_NAME", reason: "must be set only with REDIS_SENTINELS" }))
   }
-  if (Option.isSome(sentinels) && Option.isSome(sentinelName)) {
-    return Effect.succeed(Option.some<RedisTopology>({ _tag: "Sentinel", sentinels: sentinels.value, name: sentinelName.value }))
+  if (Option.isSome(password) && Option.isNone(sentinels) && Option.isNone(clusterNodes)) {
+    return Effect.fail(new InvalidConfig({
+      variable: "REDIS_PASSWORD",
+      reason: "must be set only with REDIS_SENTINELS or REDIS_CLUSTER_NODES (REDIS_URL carries its own: redis://:PASSWORD@host)"
+    }))
   }
-  if (Option.isSome(clusterNodes)) return Effect.succeed(Option.some<RedisTopology>({ _tag: "Cluster", nodes: clusterNodes.value }))
+  if (Option.isSome(sentinelPassword) && Option.isNone(sentinels)) {
+    return Effect.fail(new InvalidConfig({ variable: "REDIS_SENTINEL_PASSWORD", reason: "must be set only with REDIS_SENTINELS" }))
+  }
+  if (Option.isSome(sentinels) && Option.isSome(sentinelName)) {
+    return Effect.succeed(Option.some<RedisTopology>({
+      _tag: "Sentinel",
+      sentinels: sentinels.value,
+      name: sentinelName.value,
+      password,
+      sentinelPassword
+    }))
+  }
+  if (Option.isSome(clusterNodes)) {
+    return Effect.succeed(Option.some<RedisTopology>({ _tag: "Cluster", nodes: clusterNodes.value, password }))
+  }
   return Effect.succeed(Option.map(url, (url): RedisTopology => ({ _tag: "Standalone", url })))
 }
 

@@ -1,4 +1,4 @@
-import { Redacted } from "effect"
+import { Option, Redacted } from "effect"
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis"
 import type { RedisTopology } from "../config.js"
 
@@ -29,10 +29,12 @@ export const redisOptions = {
  * `+switch-master`, and a `READONLY` answer (a master demoted under us)
  * reconnects too, so that the limiter never writes to a replica.
  */
-const sentinelOptions = (sentinels: ReadonlyArray<{ host: string; port: number }>, name: string) => ({
+const sentinelOptions = (topology: Extract<RedisTopology, { _tag: "Sentinel" }>) => ({
   ...redisOptions,
-  sentinels: sentinels.map(({ host, port }) => ({ host, port })),
-  name,
+  sentinels: topology.sentinels.map(({ host, port }) => ({ host, port })),
+  name: topology.name,
+  ...passwordOf(topology.password),
+  ...Option.match(topology.sentinelPassword, { onNone: () => ({}), onSome: (secret) => ({ sentinelPassword: Redacted.value(secret) }) }),
   role: "master",
   sentinelRetryStrategy: (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs),
   sentinelCommandTimeout: redisTimeoutMs,
@@ -47,7 +49,10 @@ const sentinelOptions = (sentinels: ReadonlyArray<{ host: string; port: number }
  * is reconnected to, and the slot map refreshed, by the next request that
  * reaches it.
  */
-const clusterOptions = {
+const passwordOf = (password: Option.Option<Redacted.Redacted<string>>) =>
+  Option.match(password, { onNone: () => ({}), onSome: (secret) => ({ password: Redacted.value(secret) }) })
+
+const clusterOptions = (password: Option.Option<Redacted.Redacted<string>>) => ({
   enableOfflineQueue: false,
   clusterRetryStrategy: (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs),
   clusterNodeRetryStrategy: (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs),
@@ -59,9 +64,10 @@ const clusterOptions = {
   redisOptions: {
     commandTimeout: redisTimeoutMs,
     maxRetriesPerRequest: 0,
-    connectTimeout: 1_000
+    connectTimeout: 1_000,
+    ...passwordOf(password)
   }
-} satisfies ClusterOptions
+}) satisfies ClusterOptions
 
 /** A client of `topology`, connecting at once. */
 export const connect = (topology: RedisTopology): Redis | Cluster => {
@@ -69,9 +75,9 @@ export const connect = (topology: RedisTopology): Redis | Cluster => {
     case "Standalone":
       return new Redis(Redacted.value(topology.url), redisOptions)
     case "Sentinel":
-      return new Redis(sentinelOptions(topology.sentinels, topology.name))
+      return new Redis(sentinelOptions(topology))
     case "Cluster":
-      return new Cluster(topology.nodes.map(({ host, port }) => ({ host, port })), clusterOptions)
+      return new Cluster(topology.nodes.map(({ host, port }) => ({ host, port })), clusterOptions(topology.password))
   }
 }
 
