@@ -23,7 +23,7 @@ export const redisOptions = {
 
 /**
  * Through Sentinel (decision 0036): each (re)connection asks the sentinels
- * where the master is and checks its `ROLE`. The master's death closes the
+ * where the master is and checks the role its `INFO` reports. The master's death closes the
  * connection, and the attempts every second at most land on the new master
  * once the sentinels name it; `failoverDetector` reconnects at once on
  * `+switch-master`, and a `READONLY` answer (a master demoted under us)
