@@ -72,6 +72,100 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
 fi
 redis-cli -h 127.0.0.1 -p 6379 ping
 
+# --- Redis Sentinel and Cluster (issue 30; test/redis-topologies.test.ts) ---
+# On loopback, without persistence, under $REDIS_TOPOLOGY_DIR (the tests restart nodes from the
+# configuration files written there): a Sentinel group "hearken" (a master and a replica, 6390 and
+# 6391, and three sentinels, 26380-26382, that fail over within a few seconds), and a Cluster of
+# three masters, 7000-7002, without replicas. What answers is left alone: after a failover the
+# master may be 6391, and a node started again joins whichever is the master now.
+REDIS_TOPOLOGY_DIR="${REDIS_TOPOLOGY_DIR:-/tmp/hearken-redis}"
+SENTINEL_NAME=hearken
+
+redis_up() { redis-cli -h 127.0.0.1 -p "$1" ping >/dev/null 2>&1; }
+wait_redis() { for _ in $(seq 1 50); do redis_up "$1" && return 0; sleep 0.1; done; log "port $1 does not answer"; return 1; }
+
+# A data node's configuration: loopback, no persistence, its own directory.
+redis_node_conf() {
+  local port=$1 dir="$REDIS_TOPOLOGY_DIR/$1"
+  mkdir -p "$dir"
+  if [ ! -f "$dir/redis.conf" ]; then
+    cat >"$dir/redis.conf" <<CONF
+port $port
+bind 127.0.0.1
+dir $dir
+logfile $dir/redis.log
+pidfile $dir/redis.pid
+daemonize yes
+save ""
+appendonly no
+CONF
+    if [ "${2:-}" = cluster ]; then
+      printf 'cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 1000\n' >>"$dir/redis.conf"
+    fi
+  fi
+  echo "$dir/redis.conf"
+}
+
+# The group's master now: what a sentinel says, else the data node that says it is one, else 6390.
+sentinel_master_port() {
+  local port answer
+  for port in 26380 26381 26382; do
+    answer=$(redis-cli -p "$port" SENTINEL get-master-addr-by-name "$SENTINEL_NAME" 2>/dev/null | sed -n 2p)
+    [ -n "$answer" ] && { echo "$answer"; return; }
+  done
+  for port in 6390 6391; do
+    [ "$(redis-cli -p "$port" ROLE 2>/dev/null | head -1)" = master ] && { echo "$port"; return; }
+  done
+  echo 6390
+}
+
+master=$(sentinel_master_port)
+for port in 6390 6391; do
+  redis_up "$port" && continue
+  log "starting Redis $port (Sentinel group, master: $master)"
+  if [ "$port" = "$master" ]; then redis-server "$(redis_node_conf "$port")"
+  else redis-server "$(redis_node_conf "$port")" --replicaof 127.0.0.1 "$master"; fi
+  wait_redis "$port"
+done
+for port in 26380 26381 26382; do
+  redis_up "$port" && continue
+  log "starting Redis Sentinel $port"
+  dir="$REDIS_TOPOLOGY_DIR/$port"
+  mkdir -p "$dir"
+  # Sentinel rewrites its file with what it learns; a fresh one watches the master of now.
+  cat >"$dir/sentinel.conf" <<CONF
+port $port
+bind 127.0.0.1
+dir $dir
+logfile $dir/sentinel.log
+daemonize yes
+sentinel monitor $SENTINEL_NAME 127.0.0.1 $master 2
+sentinel down-after-milliseconds $SENTINEL_NAME 1000
+sentinel failover-timeout $SENTINEL_NAME 5000
+sentinel parallel-syncs $SENTINEL_NAME 1
+CONF
+  redis-server "$dir/sentinel.conf" --sentinel
+  wait_redis "$port"
+done
+
+for port in 7000 7001 7002; do
+  redis_up "$port" && continue
+  log "starting Redis Cluster node $port"
+  redis-server "$(redis_node_conf "$port" cluster)"
+  wait_redis "$port"
+done
+# Slots are assigned once, on three nodes that know nothing yet; a node started again keeps its nodes.conf.
+if [ "$(redis-cli -p 7000 CLUSTER INFO | tr -d '\r' | sed -n 's/^cluster_slots_assigned://p')" = 0 ]; then
+  log "creating the Redis Cluster"
+  redis-cli --cluster create 127.0.0.1:7000 127.0.0.1:7001 127.0.0.1:7002 --cluster-replicas 0 --cluster-yes >/dev/null
+fi
+# Every node says ok (a node started again refuses for a moment after it rejoins).
+cluster_ok() { for port in 7000 7001 7002; do redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_state:ok' || return 1; done; }
+for _ in $(seq 1 100); do cluster_ok && break; sleep 0.1; done
+cluster_ok || { log "the Redis Cluster is not ok"; redis-cli -p 7000 CLUSTER INFO | grep '^cluster_state:'; exit 1; }
+log "Redis Sentinel group ($SENTINEL_NAME, master 127.0.0.1:$(sentinel_master_port)) and Redis Cluster (7000-7002) are ready"
+# --- end of Redis Sentinel and Cluster ---
+
 # Prove that both extensions can actually be created on this server.
 psql -q -h 127.0.0.1 -U postgres -d postgres -v ON_ERROR_STOP=1 -c "
   DROP DATABASE IF EXISTS hearken_prepare_check;" -c "CREATE DATABASE hearken_prepare_check;"

@@ -1,7 +1,7 @@
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ConfigProvider, Effect } from "effect"
+import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
 import { configVariables, loadServerConfig } from "../packages/server/dist/config.js"
 import { freePort, spawnServer } from "./support/process.js"
@@ -19,6 +19,7 @@ import { freePort, spawnServer } from "./support/process.js"
 const origin = "an http(s) origin: scheme, host and optional port, one origin (not a list), " +
   "without a path, query, fragment or user name (e.g. https://feedback.example.com)"
 const listen = "an IP address or host name to listen on, such as 0.0.0.0, ::, 127.0.0.1 or localhost (no scheme, port or path)"
+const hostPorts = "host:port pairs separated by commas, e.g. 10.0.0.1:26379,10.0.0.2:26379 ([::1]:26379 for IPv6)"
 const ms = (maximum: number) => `a number of milliseconds between 1 and ${maximum}`
 /** What every URL variable's host must be, after what the URL must be. */
 const oneHost = "with one host: a DNS name, an IPv4 address or an IPv6 address in brackets (not a list, no spaces or commas)"
@@ -51,6 +52,16 @@ const table: ReadonlyArray<readonly [string, string, string, string | undefined]
   ["REDIS_URL", "127.0.0.1:6379", "a redis:// or rediss:// URL", undefined],
   ["REDIS_URL", "redis://r1,r2:6379", `a redis:// or rediss:// URL ${oneHost}`, undefined],
   ["REDIS_URL", "redis://10.0.0.256:6379", `a redis:// or rediss:// URL ${oneHost}`, undefined],
+  ["REDIS_SENTINELS", "127.0.0.1", hostPorts, "127.0.0.1"],
+  ["REDIS_SENTINELS", "10.0.0.1:26379,redis://10.0.0.2:26379", hostPorts, "10.0.0.1:26379,redis://10.0.0.2:26379"],
+  ["REDIS_SENTINELS", ",", hostPorts, ","],
+  ["REDIS_SENTINEL_NAME", "my master",
+    "the master group's name as the sentinels know it (sentinel monitor NAME …), without spaces or control characters", "my master"],
+  ["REDIS_CLUSTER_NODES", "127.0.0.1:70000", hostPorts, "127.0.0.1:70000"],
+  ["REDIS_CLUSTER_NODES", "[::1:7000", hostPorts, "[::1:7000"],
+  ["REDIS_CLUSTER_NODES", "::1:7000", hostPorts, "::1:7000"],
+  ["REDIS_PASSWORD", "pass\nword", "a password without control characters", undefined],
+  ["REDIS_SENTINEL_PASSWORD", "pass\u0007word", "a password without control characters", undefined],
   ["SEED_FILE", tmpdir(), "a file, not a directory", tmpdir()],
   ["PUBLIC_URL", "feedback.example", "an http(s) URL", undefined],
   ["PUBLIC_URL", "https://feedback.example/api", origin, "https://feedback.example/api"],
@@ -124,6 +135,61 @@ describe("every variable refuses a bad value, naming it", () => {
     )
   })
 
+  // Redis topologies that cannot mean anything together (issue 30): the variable too many is named.
+  const one = "(one of REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES)"
+  const url = "(REDIS_URL carries its own: redis://:PASSWORD@host)"
+  it.each([
+    [{ REDIS_SENTINELS: "10.0.0.1:26379" }, "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS: the master group's name"],
+    [{ REDIS_SENTINEL_NAME: "mymaster" }, "REDIS_SENTINEL_NAME must be set only with REDIS_SENTINELS"],
+    [{ REDIS_URL: "redis://cache:6379", REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "mymaster" },
+      `REDIS_SENTINELS must not be set with REDIS_URL ${one}`],
+    [{ REDIS_URL: "redis://cache:6379", REDIS_CLUSTER_NODES: "10.0.0.1:7000" }, `REDIS_CLUSTER_NODES must not be set with REDIS_URL ${one}`],
+    [{ REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "mymaster", REDIS_CLUSTER_NODES: "10.0.0.1:7000" },
+      `REDIS_CLUSTER_NODES must not be set with REDIS_SENTINELS ${one}`],
+    [{ REDIS_PASSWORD: "s3cret" }, `REDIS_PASSWORD must be set only with REDIS_SENTINELS or REDIS_CLUSTER_NODES ${url}`],
+    [{ REDIS_URL: "redis://cache:6379", REDIS_PASSWORD: "s3cret" },
+      `REDIS_PASSWORD must be set only with REDIS_SENTINELS or REDIS_CLUSTER_NODES ${url}`],
+    [{ REDIS_CLUSTER_NODES: "10.0.0.1:7000", REDIS_SENTINEL_PASSWORD: "s3cret" }, "REDIS_SENTINEL_PASSWORD must be set only with REDIS_SENTINELS"]
+  ] as const)("%j is refused", async (env, line) => {
+    const result = await load(env)
+    expect(result._tag).toBe("Failure")
+    if (result._tag !== "Failure") return
+    expect(result.failure._tag).toBe("InvalidConfig")
+    expect(result.failure.message).toBe(`Invalid configuration: ${line}`)
+  })
+
+  it.each([
+    [{ REDIS_SENTINELS: " 10.0.0.1:26379, sentinel-2.internal:26379,[::1]:26380 ", REDIS_SENTINEL_NAME: "mymaster" }, {
+      _tag: "Sentinel",
+      name: "mymaster",
+      sentinels: [{ host: "10.0.0.1", port: 26379 }, { host: "sentinel-2.internal", port: 26379 }, { host: "::1", port: 26380 }],
+      password: undefined,
+      sentinelPassword: undefined
+    }],
+    [{ REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "mymaster", REDIS_PASSWORD: "pw 1", REDIS_SENTINEL_PASSWORD: "pw2" }, {
+      _tag: "Sentinel",
+      name: "mymaster",
+      sentinels: [{ host: "10.0.0.1", port: 26379 }],
+      password: "pw 1",
+      sentinelPassword: "pw2"
+    }],
+    [{ REDIS_CLUSTER_NODES: "10.0.0.1:7000,10.0.0.2:7001", REDIS_PASSWORD: "s3cret" }, {
+      _tag: "Cluster",
+      nodes: [{ host: "10.0.0.1", port: 7000 }, { host: "10.0.0.2", port: 7001 }],
+      password: "s3cret"
+    }]
+  ] as const)("%j is read as a topology", async (env, topology) => {
+    const result = await load(env)
+    expect(result._tag).toBe("Success")
+    if (result._tag !== "Success") return
+    // Passwords as their value, for the comparison (they are `Redacted` in the configuration).
+    const reveal = (secret: unknown) =>
+      Option.isOption(secret) ? Option.getOrUndefined(Option.map(secret, (value) => Redacted.value(value as Redacted.Redacted<string>))) : secret
+    const read = Option.getOrUndefined(result.success.redis)
+    expect(read === undefined ? undefined : Object.fromEntries(Object.entries(read).map(([key, value]) => [key, reveal(value)])))
+      .toEqual(Object.fromEntries(Object.entries(topology).filter(([, value]) => value !== undefined)))
+  })
+
   // What the refusals above must not catch.
   it.each([
     ["HOST", "::"], ["HOST", "[::1]"], ["HOST", "my_service"], ["HOST", "localhost"],
@@ -153,7 +219,9 @@ describe("the server process: exit 1 and the one line on stderr, no stack", { ti
     ["PUBLIC_URL", "https://feedback.example/api", `PUBLIC_URL must be ${origin}, got "https://feedback.example/api"`],
     ["HOST", "0.0.0.0:3000", `HOST must be ${listen}, got "0.0.0.0:3000"`],
     ["EMBEDDINGS_URL", "https://a.com,https://b.com", `EMBEDDINGS_URL must be an http(s) URL ${oneHost}, got "https://a.com,https//b.com"`],
-    ["OTEL_BSP_MAX_QUEUE_SIZE", "10abc", `OTEL_BSP_MAX_QUEUE_SIZE must be an integer between 1 and 1000000, got "10abc"`]
+    ["OTEL_BSP_MAX_QUEUE_SIZE", "10abc", `OTEL_BSP_MAX_QUEUE_SIZE must be an integer between 1 and 1000000, got "10abc"`],
+    // Refused for what is missing beside it, before any connection is tried.
+    ["REDIS_SENTINELS", "127.0.0.1:26380", "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS: the master group's name"]
   ])("%s=%s", async (variable, value, line) => {
     const server = spawnServer({ PGLITE_DIR: "memory", LOG_LEVEL: "info", [variable]: value }, await freePort())
     const code = await server.closed

@@ -1,9 +1,9 @@
 import { rateLimitWindowMs } from "@hearken/api/effect"
-import { Clock, Context, Data, Effect, Layer, Option, Redacted } from "effect"
-import { Redis, type RedisOptions } from "ioredis"
+import { Clock, Context, Data, Effect, Layer, Option } from "effect"
 import * as BoundedCache from "../caching/BoundedCache.js"
-import { ServerConfig } from "../config.js"
+import { type RedisTopology, ServerConfig } from "../config.js"
 import { gcra, type GcraResult, redisScript } from "./gcra.js"
+import * as RedisClient from "./RedisClient.js"
 
 export type Decision = Omit<GcraResult, "tat">
 
@@ -11,22 +11,15 @@ export type Decision = Omit<GcraResult, "tat">
 export class RateLimiterUnavailable extends Data.TaggedError("RateLimiterUnavailable")<{ readonly cause: unknown }> {}
 
 export const periodMs = rateLimitWindowMs
-/** Past this a Redis answer is too late: the request is refused with 503 instead of waiting. */
-export const redisTimeoutMs = 500
+export { redisOptions, redisTimeoutMs } from "./RedisClient.js"
 
 /**
- * The limiter's Redis client: no offline queue and no retries per command, so
- * that a Redis that is down or frozen fails a request fast (503), while the
- * connection itself keeps reconnecting in the background.
+ * A bucket's key. The script reads and writes this one key (`numberOfKeys: 1`),
+ * so a decision lives in one hash slot and a Cluster routes it whole; no hash
+ * tag is needed, and none is added, so that keys written before issue 30 stay
+ * the same (decision 0036).
  */
-export const redisOptions = {
-  enableOfflineQueue: false,
-  commandTimeout: redisTimeoutMs,
-  maxRetriesPerRequest: 0,
-  connectTimeout: 1_000,
-  retryStrategy: (attempt: number) => Math.min(100 * attempt, 1_000)
-} satisfies RedisOptions
-
+export const keyOf = (bucket: string) => keyPrefix + bucket
 const keyPrefix = "hearken:rl:"
 
 /** Every decision is a span of its request, whichever store makes it. */
@@ -83,7 +76,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * queue and a 500 ms command timeout, so an absent or frozen Redis fails
    * requests fast instead of piling them up; reconnection is automatic.
    */
-  static readonly layerRedis = (url: Redacted.Redacted<string>) =>
+  static readonly layerRedis = (topology: RedisTopology) =>
     Layer.effect(
       RateLimiter,
       Effect.gen(function*() {
@@ -95,13 +88,15 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             if (now - lastLog < 10_000) return Effect.void
             lastLog = now
-            return Effect.logWarning(`Redis for rate limiting is unavailable: ${error.message}`)
+            return Effect.logWarning(`${RedisClient.describe(topology)} for rate limiting is unavailable: ${error.message}`)
           })
         const client = yield* Effect.acquireRelease(
           Effect.sync(() => {
-            const redis = new Redis(Redacted.value(url), redisOptions)
+            const redis = RedisClient.connect(topology)
             redis.defineCommand("hearkenGcra", { numberOfKeys: 1, lua: redisScript })
             redis.on("error", (error: Error) => void fork(unavailable(error)))
+            // A Cluster reports a node's failures apart from its own.
+            redis.on("node error", (error: Error) => void fork(unavailable(error)))
             return redis
           }),
           (redis) => Effect.sync(() => redis.disconnect())
@@ -116,7 +111,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         }).pipe(
           Effect.timeoutOrElse({
             duration: "3 seconds",
-            orElse: () => Effect.logWarning("Redis is not reachable yet; rate-limited routes answer 503 until it is")
+            orElse: () =>
+              Effect.logWarning(`${RedisClient.describe(topology)} is not reachable yet; rate-limited routes answer 503 until it is`)
           })
         )
         const run = (client as unknown as {
@@ -125,11 +121,11 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         return RateLimiter.of({
           consume: (bucket, limit) =>
             Effect.tryPromise({
-              try: () => run(keyPrefix + bucket, limit, periodMs),
+              try: () => run(keyOf(bucket), limit, periodMs),
               catch: (cause) => new RateLimiterUnavailable({ cause })
             }).pipe(
               Effect.timeoutOrElse({
-                duration: redisTimeoutMs + 50,
+                duration: RedisClient.redisTimeoutMs + 50,
                 orElse: () => Effect.fail(new RateLimiterUnavailable({ cause: "timeout" }))
               }),
               Effect.map(([allowed, remaining, resetMs, retryAfterMs]) => ({
@@ -144,9 +140,9 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       })
     )
 
-  /** Redis when `REDIS_URL` is set, else in-process. */
+  /** Redis when `REDIS_URL`, `REDIS_SENTINELS` or `REDIS_CLUSTER_NODES` is set, else in-process. */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {
     const config = yield* ServerConfig
-    return Option.match(config.redisUrl, { onNone: () => RateLimiter.layerMemory, onSome: RateLimiter.layerRedis })
+    return Option.match(config.redis, { onNone: () => RateLimiter.layerMemory, onSome: RateLimiter.layerRedis })
   }))
 }
