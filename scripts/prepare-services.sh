@@ -173,3 +173,59 @@ psql -q -h 127.0.0.1 -U postgres -d hearken_prepare_check -v ON_ERROR_STOP=1 \
   -c "CREATE EXTENSION IF NOT EXISTS vector; CREATE EXTENSION IF NOT EXISTS pg_trgm;"
 psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE hearken_prepare_check;"
 log "PostgreSQL (vector, pg_trgm) and Redis are ready"
+
+# --- PgBouncer in transaction mode (issue 30; docs/operations.md: "Behind PgBouncer") -------------
+# Debian's package, on loopback 6432, in front of the PostgreSQL above: every database (the tests
+# create theirs on the fly) as user postgres, trusted as PostgreSQL trusts it. Only extra_float_digits
+# (which drivers send) is ignored among startup parameters: statement_timeout is still refused, as
+# managed poolers refuse it. Its own config and files, not Debian's service (which stays off).
+PGBOUNCER_PORT="${PGBOUNCER_PORT:-6432}"
+PGBOUNCER_CONF=/etc/pgbouncer-hearken
+PGBOUNCER_RUN=/tmp/hearken-pgbouncer
+if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+  log "installing Debian's pgbouncer"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null \
+    || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; }
+fi
+if ! pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT"; then
+  log "starting PgBouncer (transaction mode) on 127.0.0.1:$PGBOUNCER_PORT"
+  # pgbouncer refuses to run as root: as postgres then, else as whoever runs this.
+  if [ "$(id -u)" = 0 ]; then pgb_user=postgres; else pgb_user=$(id -un); fi
+  as_root mkdir -p "$PGBOUNCER_CONF" "$PGBOUNCER_RUN"
+  as_root chown "$pgb_user" "$PGBOUNCER_RUN"
+  as_root tee "$PGBOUNCER_CONF/userlist.txt" >/dev/null <<'USERS'
+"postgres" ""
+USERS
+  as_root tee "$PGBOUNCER_CONF/pgbouncer.ini" >/dev/null <<INI
+[databases]
+* = host=127.0.0.1 port=5432
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGBOUNCER_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $PGBOUNCER_CONF/userlist.txt
+admin_users = postgres
+pool_mode = transaction
+ignore_startup_parameters = extra_float_digits
+max_client_conn = 2000
+default_pool_size = 20
+; PostgreSQL allows 100 connections; the rest of the suite needs most of them.
+max_user_connections = 40
+; Test databases come and go: idle server connections to them are not kept.
+server_idle_timeout = 10
+logfile = $PGBOUNCER_RUN/pgbouncer.log
+pidfile = $PGBOUNCER_RUN/pgbouncer.pid
+INI
+  as_root chmod 644 "$PGBOUNCER_CONF/pgbouncer.ini" "$PGBOUNCER_CONF/userlist.txt"
+  if [ "$(id -u)" = 0 ]; then
+    su "$pgb_user" -s /bin/sh -c "/usr/sbin/pgbouncer -d $PGBOUNCER_CONF/pgbouncer.ini"
+  else
+    /usr/sbin/pgbouncer -d "$PGBOUNCER_CONF/pgbouncer.ini"
+  fi
+  for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" && break; sleep 0.5; done
+fi
+psql -qAt -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "SELECT 1" >/dev/null
+log "PgBouncer (transaction mode) is ready on 127.0.0.1:$PGBOUNCER_PORT"
+# --- end PgBouncer ------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { promisify } from "node:util"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createDatabase, type TestDatabase } from "./support/database.js"
+import { createDatabase, databaseEnv, type TestDatabase } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
@@ -21,13 +21,16 @@ beforeAll(async () => {
 })
 afterAll(() => db?.drop())
 
+/** `env` but its `DATABASE_URL`, which `seed` passes through `databaseEnv`. */
+const withoutDatabaseUrl = ({ DATABASE_URL: _, ...env }: Record<string, string>) => env
+
 /** `npm run seed -- FILE` as a user runs it: a child process on the same Node. `env` adds to its environment. */
 const seed = async (fixture: unknown, name = "fixture.json", env: Record<string, string> = {}) => {
   const file = join(dir, name)
   await writeFile(file, typeof fixture === "string" ? fixture : JSON.stringify(fixture))
   try {
     const { stdout, stderr } = await run(process.execPath, [seedScript, file], {
-      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url, LOG_LEVEL: "error", ...env }
+      env: { PATH: process.env["PATH"] ?? "", ...databaseEnv(env["DATABASE_URL"] ?? db.url), LOG_LEVEL: "error", ...withoutDatabaseUrl(env) }
     })
     return { code: 0, stdout, stderr }
   } catch (error) {
@@ -171,7 +174,7 @@ describe("npm run seed -- FILE", () => {
     expect(notJson.code).toBe(1)
     expect(notJson.stderr).toMatch(/broken\.json: is not valid JSON/)
     const { code, stderr } = await run(process.execPath, [seedScript, join(dir, "absent.json")], {
-      env: { PATH: process.env["PATH"] ?? "", DATABASE_URL: db.url }
+      env: { PATH: process.env["PATH"] ?? "", ...databaseEnv(db.url) }
     }).then(() => ({ code: 0, stderr: "" }), (e: { code: number; stderr: string }) => e)
     expect(code).toBe(1)
     expect(stderr).toMatch(/absent\.json: cannot be read \(ENOENT\)/)

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
-import { createDatabase } from "./support/database.js"
+import { createDatabase, databaseEnv } from "./support/database.js"
 import { freePort, spawnServer, waitForHealth } from "./support/process.js"
 import { postJson } from "./support/server.js"
 import { eventually } from "./support/wait.js"
@@ -25,7 +25,7 @@ describe("the suggestion index of posts written before it existed", () => {
     ]
     const dir = await mkdtemp(join(tmpdir(), "hearken-backfill-"))
     await writeFile(join(dir, "fixture.json"), JSON.stringify(fixture))
-    const env = { DATABASE_URL: db.url, LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000" }
+    const env = { ...databaseEnv(db.url), LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000" }
     const suggest = (origin: string) =>
       postJson(`${origin}/api/widget/v1/suggestions`, {
         organizationId: "org_acme", boardId: "b_feat", title: "CSV export of invoices", content: ""

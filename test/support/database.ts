@@ -13,6 +13,34 @@ const urlFor = (database: string) => {
   return url.toString()
 }
 
+/**
+ * How the servers under test reach their database, from `TEST_DATABASE_VIA` (read at each call,
+ * so test/pgbouncer.test.ts can set it before it imports the files it runs again):
+ * - unset or `direct`: `DATABASE_URL` is the database itself;
+ * - `pgbouncer`: `DATABASE_URL` goes through the PgBouncer that scripts/prepare-services.sh starts in
+ *   transaction mode (`TEST_PGBOUNCER_PORT`, 6432), `DATABASE_POOL_MODE=transaction`, and
+ *   `DATABASE_DIRECT_URL` is the database itself (migrations, LISTEN);
+ * - `pgbouncer-only`: the same without `DATABASE_DIRECT_URL` (the webhook worker polls).
+ * A test's own statements (`TestDatabase.query`) always go direct.
+ */
+export const databaseEnv = (url: string): Record<string, string> => {
+  const via = process.env["TEST_DATABASE_VIA"] ?? "direct"
+  if (via === "direct") return { DATABASE_URL: url }
+  if (via !== "pgbouncer" && via !== "pgbouncer-only") throw new Error(`TEST_DATABASE_VIA=${via}: expected direct, pgbouncer or pgbouncer-only`)
+  return {
+    DATABASE_URL: pooledUrl(url),
+    DATABASE_POOL_MODE: "transaction",
+    ...(via === "pgbouncer" ? { DATABASE_DIRECT_URL: url } : {})
+  }
+}
+
+/** `url` through the test PgBouncer (transaction mode, loopback, `TEST_PGBOUNCER_PORT` or 6432). */
+export const pooledUrl = (url: string) => {
+  const pooled = new URL(url)
+  pooled.port = process.env["TEST_PGBOUNCER_PORT"] ?? "6432"
+  return pooled.toString()
+}
+
 /** Runs `f` with a one-connection client on `url` (no relative imports here: the benchmarks use it too). */
 export const withClient = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
   Effect.runPromise(

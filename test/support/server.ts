@@ -3,7 +3,7 @@ import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { App } from "../../packages/server/dist/App.js"
 import { ServerConfig } from "../../packages/server/dist/config.js"
-import { createDatabase, type TestDatabase } from "./database.js"
+import { createDatabase, databaseEnv, type TestDatabase } from "./database.js"
 import { processGroup } from "./process.js"
 import { OwnRedis } from "./redis.js"
 
@@ -19,7 +19,7 @@ export interface TestServer {
 /**
  * The real server, in this process, listening on an ephemeral loopback port,
  * over a fresh PostgreSQL database. `env` is the environment it sees (no
- * `process.env`); `DATABASE_URL`, `PORT`, `HOST`, `LOG_LEVEL` and a generous
+ * `process.env`); `DATABASE_URL` (`databaseEnv`), `PORT`, `HOST`, `LOG_LEVEL` and a generous
  * `RATE_LIMIT_MULTIPLIER` are filled in.
  */
 export const startServer = async (env: Record<string, string> = {}): Promise<TestServer> => startServerOn(await createDatabase(), env, true)
@@ -32,7 +32,7 @@ export const startServerOn = async (db: TestDatabase, env: Record<string, string
   const drop = () => owned ? db.drop() : Promise.resolve()
   const provider = ConfigProvider.fromEnv({
     // Tests other than the rate-limit ones send far more than 5 suggestions a minute from one address.
-    env: { DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000", ...env }
+    env: { ...databaseEnv(db.url), PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000", ...env }
   })
   const scope = Effect.runSync(Scope.make())
   const layer = App.pipe(Layer.provide(ServerConfig.layer), Layer.provide(ConfigProvider.layer(provider)))
@@ -111,7 +111,7 @@ export const useServerProcesses = (fixture: unknown, env: Record<string, string>
   beforeAll(async () => {
     ;[db, redis] = await Promise.all([createDatabase(), OwnRedis.start()])
     fullEnv = {
-      DATABASE_URL: db.url,
+      ...databaseEnv(db.url),
       REDIS_URL: redis.url,
       SEED_FILE: await writeFixtureFile(fixture),
       LOG_LEVEL: "warn",

@@ -39,6 +39,7 @@ const Port = Integer(0, 65535, "a port number between 0 and 65535")
  */
 export const urlVariables = [
   "DATABASE_URL",
+  "DATABASE_DIRECT_URL",
   "REDIS_URL",
   "EMBEDDINGS_URL",
   "PUBLIC_URL",
@@ -446,6 +447,20 @@ const serverConfig = Config.all({
   databaseUrl: Config.option(Config.schema(
     Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", { socketHost: true })),
     "DATABASE_URL"
+  )),
+  // PostgreSQL behind a pooler (issue 30; docs/operations.md: "Behind PgBouncer").
+  /**
+   * `transaction` when `DATABASE_URL` is a transaction-mode pooler (PgBouncer's `pool_mode =
+   * transaction`): no startup parameters, no named prepared statements, the statement timeout
+   * enforced per statement (`sql/Database.ts`), and no `LISTEN` there.
+   */
+  databasePoolMode: Config.schema(Word(["session", "transaction"], "session or transaction"), "DATABASE_POOL_MODE").pipe(
+    Config.withDefault("session")
+  ),
+  /** A direct connection (a session of its own) for what a transaction-mode pooler cannot carry: migrations, `LISTEN`, index builds. */
+  databaseDirectUrl: Config.option(Config.schema(
+    Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL")),
+    "DATABASE_DIRECT_URL"
   )),
   /** A directory, or `memory`. */
   pgliteDir: Config.String("PGLITE_DIR").pipe(Config.withDefault(".data/pglite")),

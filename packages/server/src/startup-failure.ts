@@ -51,6 +51,10 @@ const isConnectionFailure = (error: Failure): boolean => {
 
 const database = (error: Failure, detail: string | undefined) => {
   const what = detail === undefined ? "" : ` (${detail})`
+  // A transaction-mode pooler (PgBouncer) refuses the startup parameter (docs/operations.md: "Behind PgBouncer").
+  if (detail?.includes("unsupported startup parameter") === true) {
+    return `Cannot reach or use the database${what}: DATABASE_URL looks like a pooler in transaction mode; set DATABASE_POOL_MODE=transaction`
+  }
   return isConnectionFailure(error)
     ? `Cannot reach or use the database${what}: check DATABASE_URL`
     : `Cannot reach or use the database${what}: check DATABASE_URL and that the server allows the vector and pg_trgm extensions`

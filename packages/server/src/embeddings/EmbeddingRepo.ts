@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { createHash } from "node:crypto"
-import { unboundedStatement } from "../sql/Database.js"
+import { Sessions } from "../sql/Database.js"
 import { storedKindAt, wordKinds } from "../lexicon/lexicon.js"
 import type { Model, Vector } from "./Embeddings.js"
 
@@ -182,6 +182,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
     EmbeddingRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const sessions = yield* Sessions
 
       const ensureIndex = Effect.fn("EmbeddingRepo.ensureIndex")(function*(model: Model, options: { readonly concurrently: boolean }) {
         const kind = indexKind(model.dimensions)
@@ -196,8 +197,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         if (existing !== undefined) yield* sql.unsafe(`DROP INDEX IF EXISTS ${name}`)
         const m = modelSql(model)
         // Past the statement timeout: a build takes as long as the table is big.
-        yield* unboundedStatement(
-          sql,
+        yield* sessions.unbounded(
           `CREATE INDEX ${options.concurrently ? "CONCURRENTLY " : ""}IF NOT EXISTS ${name}
            ON post_embeddings USING hnsw (${m.column} ${m.opclass}) WHERE ${m.predicate}`
         )

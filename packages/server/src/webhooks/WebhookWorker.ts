@@ -1,6 +1,7 @@
-import { PgClient } from "@effect/sql-pg"
+import type { PgClient } from "@effect/sql-pg"
 import { Cause, Duration, Effect, Fiber, Layer, Option, Queue } from "effect"
 import { ServerConfig } from "../config.js"
+import { Sessions } from "../sql/Database.js"
 import * as Metrics from "../observability/Metrics.js"
 import { concurrency, lateAfterMs, lateSlots, pollMs } from "./limits.js"
 import { WebhookTransport } from "./Transport.js"
@@ -8,9 +9,8 @@ import { persistMs, WebhookDelivery } from "./WebhookDelivery.js"
 import type { ClaimedDelivery, Load } from "./WebhookRepo.js"
 
 /** Rings `bell` whenever a delivery is inserted anywhere (NOTIFY from the outbox trigger). */
-const listenForNew = (ring: Effect.Effect<unknown>) =>
+const listenForNew = (pg: PgClient.PgClient, ring: Effect.Effect<unknown>) =>
   Effect.gen(function*() {
-    const pg = yield* PgClient.PgClient
     const notifications = yield* pg.listen("hearken_webhooks")
     yield* ring
     return yield* Effect.forever(Queue.take(notifications).pipe(Effect.andThen(ring)))
@@ -121,13 +121,13 @@ const count = (map: Map<string, number>, key: string, change: number) => {
  * new delivery is notified, or `pollMs` passes. Attempts are tracked in
  * `inFlight`, not tied to the loop, so that stopping the loop lets them finish.
  */
-const run = (listen: boolean, inFlight: Set<Fiber.Fiber<void>>) =>
+const run = (listener: Option.Option<PgClient.PgClient>, inFlight: Set<Fiber.Fiber<void>>) =>
   Effect.gen(function*() {
     const delivery = yield* WebhookDelivery
     const bell = yield* Queue.sliding<void>(1)
     const ring = Queue.offer(bell, undefined)
     const load = new InFlightLoad()
-    if (listen) yield* Effect.forkScoped(listenForNew(ring))
+    if (Option.isSome(listener)) yield* Effect.forkScoped(listenForNew(listener.value, ring))
     for (;;) {
       // Every change to the load rings the bell, so the gauges are set here.
       yield* load.gauges
@@ -187,18 +187,20 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  */
 
 /**
- * Always runs. LISTEN needs a connection of its own, which the embedded database cannot spare: it
- * polls. `announce`: a stop begins with a `Draining:` line (the dedicated worker's; the server's
- * listener says its own).
+ * Always runs. LISTEN needs a session of its own (`Database.Sessions`): where there is none (the
+ * embedded database cannot spare one; a transaction-mode pooler without `DATABASE_DIRECT_URL` has
+ * none to give), it polls every `pollMs`. `announce`: a stop begins with a `Draining:` line (the
+ * dedicated worker's; the server's listener says its own).
  */
 const make = (announce: boolean) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const config = yield* ServerConfig
+    const { listener } = yield* Sessions
     const inFlight = new Set<Fiber.Fiber<void>>()
     const graceMs = config.webhookTimeoutMs + persistMs + 1_000
     // Finalizers run last-added first: the line, then the loop stops, then the attempts drain.
     yield* Effect.addFinalizer(() => drain(inFlight, graceMs))
-    yield* Effect.forkScoped(run(Option.isSome(config.databaseUrl), inFlight))
+    yield* Effect.forkScoped(run(listener, inFlight))
     if (announce) {
       yield* Effect.addFinalizer(() =>
         Effect.suspend(() =>
