@@ -1,10 +1,10 @@
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createDatabase, pooledUrl, withClient } from "./support/database.js"
+import { createDatabase, pooledUrl } from "./support/database.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { getJson, postJson, startServerOn, type TestServer, useServer, writeFixtureFile } from "./support/server.js"
 import { freePort, spawnServer } from "./support/process.js"
+import { holding, waitingForLocks } from "./support/faults.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -41,17 +41,6 @@ const startPooled = async (fixture: unknown, env: Record<string, string>) => {
     ...env
   }, true)
 }
-
-/** Runs `body` while a direct session holds `table` exclusively: every statement reading it waits. */
-const holding = <A>(server: TestServer, table: string, body: () => Promise<A>) =>
-  withClient(server.db.url, (sql) =>
-    sql.withTransaction(Effect.andThen(sql.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`), Effect.promise(body))))
-
-/** The test database's statements waiting for a lock, on PostgreSQL itself. */
-const waitingForLocks = (server: TestServer) =>
-  server.db.query<{ n: number }>((sql) =>
-    sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-  ).then((rows) => rows[0]!.n)
 
 /** Sessions on the test database that LISTEN for new webhook deliveries. */
 const listening = (server: TestServer) =>

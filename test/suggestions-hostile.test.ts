@@ -1,10 +1,9 @@
-import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { postgresPoolSize } from "../packages/server/dist/sql/Database.js"
 import { permitsOf } from "../packages/server/dist/suggestions/SuggestionQueries.js"
-import { withClient } from "./support/database.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { getJson, type JsonResponse, postJson, startSeededServer, type TestServer, useServer } from "./support/server.js"
+import { holding, waitingForLocks } from "./support/faults.js"
 import { eventually } from "./support/wait.js"
 
 const p = fixturePost
@@ -43,17 +42,6 @@ const expectSuggestions = (res: JsonResponse) => {
   expect(Array.isArray(res.body)).toBe(true)
   expect(res.body.length).toBeLessThanOrEqual(5)
 }
-
-/** Runs `body` while another connection holds `table` exclusively: every statement reading it waits. */
-const holding = <A>(server: TestServer, table: string, body: () => Promise<A>) =>
-  withClient(server.db.url, (sql) =>
-    sql.withTransaction(Effect.andThen(sql.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`), Effect.promise(body))))
-
-/** Server statements of the test database waiting for a lock. */
-const waitingForLocks = (server: TestServer) =>
-  server.db.query<{ n: number }>((sql) =>
-    sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-  ).then((rows) => rows[0]!.n)
 
 /** Tracks when each request settles, to compare orders. */
 const tracked = <A>(promise: Promise<A>) => {

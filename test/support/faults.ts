@@ -3,6 +3,7 @@ import { Effect, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { type Agent, request as httpRequest } from "node:http"
 import { adminUrl, withClient } from "./database.js"
+import type { TestServer } from "./server.js"
 
 /**
  * Kills every connection to `database` but its own, every `everyMs`, until
@@ -233,3 +234,14 @@ export const tally = (outcomes: ReadonlyArray<Outcome>) =>
     const key = o.error ?? String(o.status)
     return { ...out, [key]: (out[key] ?? 0) + 1 }
   }, {})
+
+/** Runs `body` while a direct session holds `table` exclusively: every statement reading it waits. */
+export const holding = <A>(server: TestServer, table: string, body: () => Promise<A>) =>
+  withClient(server.db.url, (sql) =>
+    sql.withTransaction(Effect.andThen(sql.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`), Effect.promise(body))))
+
+/** The test database's statements waiting for a lock, as PostgreSQL itself sees them. */
+export const waitingForLocks = (server: TestServer) =>
+  server.db.query<{ n: number }>((sql) =>
+    sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+  ).then((rows) => rows[0]!.n)
