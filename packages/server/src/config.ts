@@ -127,6 +127,17 @@ const Token = (message: string) => Schema.String.check(Schema.isPattern(/^[\x21-
 const withoutUserInfo = (message: string) =>
   Schema.URL.check(Schema.makeFilter((url) => url.username === "" && url.password === "", { message }))
 
+/**
+ * A service's base URL that Hearken appends a path to and sends requests to: http(s), no
+ * credentials in it (they go where `credentials` says), no query or fragment (`base` is an
+ * example of what is meant).
+ */
+const ServiceUrl = (credentials: string, base: string) =>
+  HttpUrl("an http(s) URL").pipe(
+    Schema.decodeTo(withoutUserInfo(`a URL without a user name or password (${credentials})`)),
+    Schema.decodeTo(withoutQuery(`an http(s) URL without a query or fragment (${base})`))
+  )
+
 /** One of `words`, in any case, read in lower case (the `Literals` check refuses any other). */
 const Word = <const W extends string>(words: ReadonlyArray<W>, message: string) =>
   Schema.String.pipe(Schema.decodeTo(
@@ -323,10 +334,7 @@ const flag = (name: string, fallback: boolean) =>
 
 const embeddings = Config.all({
   url: Config.option(Config.schema(
-    HttpUrl("an http(s) URL").pipe(
-      Schema.decodeTo(withoutUserInfo("a URL without a user name or password (give the key as EMBEDDINGS_API_KEY)")),
-      Schema.decodeTo(withoutQuery("an http(s) URL without a query or fragment (the API's base, e.g. https://api.openai.com/v1)"))
-    ),
+    ServiceUrl("give the key as EMBEDDINGS_API_KEY", "the API's base, e.g. https://api.openai.com/v1"),
     "EMBEDDINGS_URL"
   )),
   model: Config.schema(Token("a model name without spaces or control characters"), "EMBEDDINGS_MODEL").pipe(
@@ -424,10 +432,7 @@ const tracingSettings =
 /** OTLP/HTTP trace export, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
 const tracing = Config.all({
   endpoint: Config.option(Config.schema(
-    HttpUrl("an http(s) URL").pipe(
-      Schema.decodeTo(withoutUserInfo("a URL without a user name or password (give credentials as OTEL_EXPORTER_OTLP_HEADERS)")),
-      Schema.decodeTo(withoutQuery("an http(s) URL without a query or fragment (/v1/traces is appended to its path)"))
-    ),
+    ServiceUrl("give credentials as OTEL_EXPORTER_OTLP_HEADERS", "/v1/traces is appended to its path"),
     "OTEL_EXPORTER_OTLP_ENDPOINT"
   )),
   settings: tracingSettings
