@@ -73,31 +73,23 @@ export type FeedbackRequest = {
   readonly token?: string
 }
 
+/** An error body: its `_tag`, and a message that says what was wrong where the server has one. */
+type ErrorBody<Tag extends string> = {
+  readonly _tag: Tag
+  readonly message?: string
+}
+
 /** The error bodies, discriminated by `_tag`. */
-export type DataValidationError = {
-  readonly _tag: "DataValidationError"
-  readonly message?: string
-}
-export type UnauthorizedError = {
-  readonly _tag: "UnauthorizedError"
-  readonly message?: string
-}
-export type NotFoundError = {
-  readonly _tag: "NotFoundError"
-  readonly message?: string
-}
-export type RateLimitExceededError = {
-  readonly _tag: "RateLimitExceededError"
-  readonly message?: string
-}
+export type DataValidationError = ErrorBody<"DataValidationError">
+export type UnauthorizedError = ErrorBody<"UnauthorizedError">
+export type NotFoundError = ErrorBody<"NotFoundError">
+export type RateLimitExceededError = ErrorBody<"RateLimitExceededError">
+export type RateLimitUnavailableError = ErrorBody<"RateLimitUnavailableError">
+/** A 500: its message always, and the trace's id as `detail` when traces are on. */
 export type InternalServerError = {
   readonly _tag: "InternalServerError"
   readonly message: string
   readonly detail?: string
-}
-export type RateLimitUnavailableError = {
-  readonly _tag: "RateLimitUnavailableError"
-  readonly message?: string
 }
 
 /** What every widget endpoint may answer: bad input, a server failure, and the rate limiter's two. */
