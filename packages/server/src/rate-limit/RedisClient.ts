@@ -8,6 +8,12 @@ export const redisTimeoutMs = 500
 /** Longest wait between two attempts to reconnect, to a server, a sentinel or a cluster. */
 const reconnectAtMostMs = 1_000
 
+/** The wait before reconnection attempt `attempt`: 100 ms more each time, up to `reconnectAtMostMs`. */
+const backoff = (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs)
+
+const passwordOf = (password: Option.Option<Redacted.Redacted<string>>) =>
+  Option.match(password, { onNone: () => ({}), onSome: (secret) => ({ password: Redacted.value(secret) }) })
+
 /**
  * Every connection the limiter opens: no offline queue and no retries per
  * command, so that a Redis that is down or frozen fails a request fast (503),
@@ -18,7 +24,7 @@ export const redisOptions = {
   commandTimeout: redisTimeoutMs,
   maxRetriesPerRequest: 0,
   connectTimeout: 1_000,
-  retryStrategy: (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs)
+  retryStrategy: backoff
 } satisfies RedisOptions
 
 /**
@@ -36,7 +42,7 @@ const sentinelOptions = (topology: Extract<RedisTopology, { _tag: "Sentinel" }>)
   ...passwordOf(topology.password),
   ...Option.match(topology.sentinelPassword, { onNone: () => ({}), onSome: (secret) => ({ sentinelPassword: Redacted.value(secret) }) }),
   role: "master",
-  sentinelRetryStrategy: (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs),
+  sentinelRetryStrategy: backoff,
   sentinelCommandTimeout: redisTimeoutMs,
   failoverDetector: true,
   reconnectOnError: (error: Error) => error.message.startsWith("READONLY") ? 2 : false
@@ -49,13 +55,10 @@ const sentinelOptions = (topology: Extract<RedisTopology, { _tag: "Sentinel" }>)
  * is reconnected to, and the slot map refreshed, by the next request that
  * reaches it.
  */
-const passwordOf = (password: Option.Option<Redacted.Redacted<string>>) =>
-  Option.match(password, { onNone: () => ({}), onSome: (secret) => ({ password: Redacted.value(secret) }) })
-
 const clusterOptions = (password: Option.Option<Redacted.Redacted<string>>) => ({
   enableOfflineQueue: false,
-  clusterRetryStrategy: (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs),
-  clusterNodeRetryStrategy: (attempt: number) => Math.min(100 * attempt, reconnectAtMostMs),
+  clusterRetryStrategy: backoff,
+  clusterNodeRetryStrategy: backoff,
   retryDelayOnFailover: 0,
   retryDelayOnClusterDown: 0,
   retryDelayOnTryAgain: 0,
