@@ -8,6 +8,15 @@ import { testRedisUrl } from "./support/redis.js"
 
 const number = String.raw`[\d,.]+`
 
+interface Measured {
+  readonly requestsPerSecond: number
+  readonly p99Ms: number
+  readonly peakRssMb: number
+  readonly non2xx: number
+  readonly errors: number
+  readonly costs: { readonly serverCpuMs: number; readonly postgresCpuMs: number; readonly transactions: number }
+}
+
 /** `node bench/load/main.ts ARGS` to a temporary results file: its exit code must be 0; gives its output and results. */
 const runBench = async (args: ReadonlyArray<string>) => {
   const results = join(await mkdtemp(join(tmpdir(), "hearken-bench-")), "results.json")
@@ -43,14 +52,34 @@ it("the load bench runs end to end: a row per endpoint, with numbers, and no err
     expect(output, endpoint).toMatch(row)
   }
 
+  // POST /suggestions: Hearken alone (the baseline does not implement it).
+  expect(output).toMatch(new RegExp(
+    String.raw`^\| POST /suggestions \| ${number} \| – \| – \| ${number} / – \| ${number} / – \| – \| 0 / – \| ${number} / – \|$`,
+    "m"
+  ))
+
   expect(written.endpoints.map((e: { endpoint: string }) => e.endpoint)).toEqual(["GET /boards", "GET /updates", "POST /feedback"])
-  for (const endpoint of written.endpoints) {
-    for (const server of [endpoint.hearken, endpoint.baseline]) {
-      expect(server.requestsPerSecond).toBeGreaterThan(0)
-      expect(server.p99Ms).toBeGreaterThan(0)
-      expect(server.peakRssMb).toBeGreaterThan(0)
-      expect(server.non2xx + server.errors).toBe(0)
-    }
+  expect(written.hearkenOnly.map((e: { endpoint: string }) => e.endpoint)).toEqual(["POST /suggestions"])
+  const measured = [
+    ...written.endpoints.flatMap((e: { hearken: Measured; baseline: Measured }) => [e.hearken, e.baseline]),
+    ...written.hearkenOnly.map((e: { hearken: Measured }) => e.hearken)
+  ]
+  for (const server of measured) {
+    expect(server.requestsPerSecond).toBeGreaterThan(0)
+    expect(server.p99Ms).toBeGreaterThan(0)
+    expect(server.peakRssMb).toBeGreaterThan(0)
+    expect(server.non2xx + server.errors).toBe(0)
+    // What a request cost (docs/operations.md, "Scale-out on paper"): the server and PostgreSQL spent CPU on each.
+    expect(server.costs.serverCpuMs).toBeGreaterThan(0)
+    expect(server.costs.postgresCpuMs).toBeGreaterThan(0)
+    expect(server.costs.transactions).toBeGreaterThan(0)
+  }
+  // A post writes WAL; a read does not need to.
+  const feedback = written.endpoints.find((e: { endpoint: string }) => e.endpoint === "POST /feedback")
+  expect(feedback.hearken.costs.walBytes).toBeGreaterThan(1000)
+  expect(feedback.hearken.costs.rowsWritten).toBeGreaterThanOrEqual(1)
+  for (const name of ["GET /boards Hearken", "POST /feedback baseline", "POST /suggestions Hearken"]) {
+    expect(output, name).toMatch(new RegExp(String.raw`^\| ${name} \| ${number} \| ${number} \| ${number} \| ${number} \|`, "m"))
   }
 }, 90_000)
 

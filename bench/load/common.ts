@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs"
 import { cpus } from "node:os"
 import { join } from "node:path"
 import { memory, percentile, startProcess } from "../support.ts"
+import { type CostMeter, type Costs, meanCosts } from "./costs.ts"
 import type { Organization } from "./data.ts"
 
 export type Mode = "load" | "growth" | "soak" | "observability"
@@ -71,6 +72,8 @@ export const sampleRss = (pid: number, everyMs: number) => {
 export interface Target {
   readonly name: string
   readonly kind: "read" | "write"
+  /** An endpoint the baseline does not implement: Hearken alone is measured. */
+  readonly hearkenOnly?: boolean
   readonly requests: () => Array<autocannon.Request>
 }
 
@@ -80,19 +83,28 @@ export const getTarget = (endpoint: "boards" | "updates", orgs: ReadonlyArray<Or
   requests: () => orgs.map((org) => ({ method: "GET" as const, path: `${api}/${endpoint}?organizationId=${org.id}` }))
 })
 
-export const feedbackTarget = (bodies: ReadonlyArray<string>): Target => {
+/** POSTs of `bodies`, in turn. */
+const postTarget = (endpoint: "feedback" | "suggestions", kind: Target["kind"], bodies: ReadonlyArray<string>) => {
   let next = 0
   return {
-    name: "POST /feedback",
-    kind: "write",
+    name: `POST /${endpoint}`,
+    kind,
     requests: () => [{
-      method: "POST",
-      path: `${api}/feedback`,
+      method: "POST" as const,
+      path: `${api}/${endpoint}`,
       headers: { "content-type": "application/json" },
-      setupRequest: (request) => ({ ...request, body: bodies[next++ % bodies.length]! })
+      setupRequest: (request: autocannon.Request) => ({ ...request, body: bodies[next++ % bodies.length]! })
     }]
   }
 }
+
+export const feedbackTarget = (bodies: ReadonlyArray<string>): Target => postTarget("feedback", "write", bodies)
+
+/** Drafts as the widget sends them while a visitor types: a read that PostgreSQL answers every time (no cache). */
+export const suggestionsTarget = (bodies: ReadonlyArray<string>): Target => ({
+  ...postTarget("suggestions", "read", bodies),
+  hearkenOnly: true
+})
 
 /**
  * autocannon at `connections` for `seconds`; the latency of every 2xx answer
@@ -128,16 +140,22 @@ export interface Round {
   readonly errors: number
   readonly bytesPerSecond: number
   readonly peakRssMb: number
+  /** What a request cost, with a meter (costs.ts). */
+  readonly costs?: Costs
 }
 
-/** One round: a warm-up, then BENCH_DURATION seconds measured, RSS every 250 ms. */
-export const measure = async (settings: Settings, server: Server, target: Target): Promise<Round> => {
+/** One round: a warm-up, then BENCH_DURATION seconds measured, RSS every 250 ms, and the costs with a meter. */
+export const measure = async (settings: Settings, server: Server, target: Target, meter?: CostMeter): Promise<Round> => {
   await hammer(server.origin, target.requests(), settings.connections, settings.warmup)
+  const before = await meter?.snapshot(server.pid)
   const sampler = sampleRss(server.pid, 250)
   const latencies: Array<number> = []
   const result = await hammer(server.origin, target.requests(), settings.connections, settings.duration, latencies)
   const samples = sampler.stop()
+  const after = await meter?.snapshot(server.pid)
+  const costs = meter && before && after ? await meter.perRequest(before, after, result.requests.total) : undefined
   return {
+    ...(costs ? { costs } : {}),
     requestsPerSecond: result.requests.average,
     ...percentiles(latencies),
     requests: result.requests.total,
@@ -156,6 +174,7 @@ export const summarize = (runs: ReadonlyArray<Round>) => ({
   non2xx: runs.reduce((a, r) => a + r.non2xx, 0),
   errors: runs.reduce((a, r) => a + r.errors, 0),
   peakRssMb: Math.max(...runs.map((r) => r.peakRssMb)),
+  ...(runs.every((r) => r.costs) ? { costs: meanCosts(runs.map((r) => r.costs!)) } : {}),
   rounds: runs
 })
 

@@ -157,7 +157,20 @@ export const makeData = () => {
       })
     })
 
-  return { zipfCommon, updateTemplates, postTemplates, feedbackBodies }
+  /** Drafts for POST /suggestions: a title as visitors write them and the start of a body. */
+  const suggestionBodies = (orgs: ReadonlyArray<Organization>, n = 500) =>
+    Array.from({ length: n }, (_, i) => {
+      const org = orgs[i % orgs.length]!
+      const boards = publicBoardsOf(org)
+      return JSON.stringify({
+        organizationId: org.id,
+        boardId: boards[Math.floor(i / orgs.length) % boards.length]!.id,
+        title: title(0.5),
+        content: pick(paragraphs).replace(/<[^>]+>/g, " ").slice(0, 400)
+      })
+    })
+
+  return { zipfCommon, updateTemplates, postTemplates, feedbackBodies, suggestionBodies }
 }
 
 export type Data = ReturnType<typeof makeData>

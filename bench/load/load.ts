@@ -22,10 +22,12 @@ import {
   type Server,
   type Settings,
   startServers,
+  suggestionsTarget,
   summarize,
   type Target,
   writeResults
 } from "./common.ts"
+import { costMeter, type Costs } from "./costs.ts"
 import { half, makeData, organizations, seed } from "./data.ts"
 
 /** Decision 0011's targets: reported, not enforced. */
@@ -66,6 +68,20 @@ const checkSameWork = async (url: string, [hearken, baseline]: ReadonlyArray<Ser
   deepStrictEqual(b, a, "the posts the two servers stored differ")
 }
 
+/** What a request cost (costs.ts): docs/operations.md, "Scale-out on paper", derives its sizes from this table. */
+const printCosts = (rows: ReadonlyArray<{ readonly name: string; readonly costs: Costs | undefined }>) => {
+  console.log("\nPer request (CPU in ms; PostgreSQL's counts from pg_stat_database, WAL in bytes):\n")
+  console.log("| endpoint | server CPU | PostgreSQL CPU | Redis CPU | transactions | buffers (read from OS) | rows read / written | WAL bytes |")
+  console.log("|---|---|---|---|---|---|---|---|")
+  for (const { costs: c, name } of rows) {
+    if (!c) continue
+    console.log(`| ${name} | ${n3(c.serverCpuMs)} | ${n3(c.postgresCpuMs)} | ${n3(c.redisCpuMs)} | ${n2(c.transactions)} | ` +
+      `${n1(c.blocks)} (${n2(c.blocksRead)}) | ${n1(c.rowsRead)} / ${n2(c.rowsWritten)} | ${n0(c.walBytes)} |`)
+  }
+}
+
+const n3 = (x: number) => x.toFixed(3)
+
 export const loadMode = async (settings: Settings, url: string) => {
   const { postCount, updateCount, rounds, duration, warmup, connections } = settings
   const data = makeData()
@@ -78,26 +94,35 @@ export const loadMode = async (settings: Settings, url: string) => {
   const servers = await startServers(settings, url)
   try {
     const bodies = data.feedbackBodies(organizations)
+    const drafts = data.suggestionBodies(organizations)
     await checkSameWork(url, servers, bodies[0]!)
+    const meter = await costMeter(url, settings.redisUrl)
     const [hearkenIdle, baselineIdle] = servers.map((s) => memory(s.pid).rssMb)
     const endpoints: Array<Target> = [
       getTarget("boards", organizations),
       getTarget("updates", organizations),
-      feedbackTarget(bodies)
+      feedbackTarget(bodies),
+      suggestionsTarget(drafts)
     ]
     console.log(`${rounds} round(s) of ${duration} s after ${warmup} s warm-ups, ${connections} connections, Hearken then baseline`)
     const measured = []
+    const hearkenOnly: Array<{ endpoint: string; kind: Target["kind"]; hearken: ReturnType<typeof summarize> }> = []
     for (const target of endpoints) {
       const runs: Record<string, Array<Round>> = { Hearken: [], baseline: [] }
       for (let round = 0; round < rounds; round++) {
         for (const server of servers) {
-          const run = await measure(settings, server, target)
+          if (target.hearkenOnly && server.name !== "Hearken") continue
+          const run = await measure(settings, server, target, meter)
           runs[server.name]!.push(run)
           console.log(`  ${target.name} ${server.name} round ${round + 1}: ${n0(run.requestsPerSecond)} req/s, p50 ${ms(run.p50Ms)} ms, ` +
             `p99 ${ms(run.p99Ms)} ms, ${run.non2xx} non-2xx, ${run.errors} errors, RSS ${n0(run.peakRssMb)} MB`)
         }
       }
       const hearken = summarize(runs["Hearken"]!)
+      if (target.hearkenOnly) {
+        hearkenOnly.push({ endpoint: target.name, kind: target.kind, hearken })
+        continue
+      }
       const baseline = summarize(runs["baseline"]!)
       measured.push({
         endpoint: target.name,
@@ -108,7 +133,7 @@ export const loadMode = async (settings: Settings, url: string) => {
       })
     }
     const [hearkenMemory, baselineMemory] = servers.map((s) => memory(s.pid))
-    const peak = Math.max(...measured.map((m) => m.hearken.peakRssMb))
+    const peak = Math.max(...[...measured, ...hearkenOnly].map((m) => m.hearken.peakRssMb))
     const checks = [
       ...measured.map((m) => {
         const target = m.kind === "read" ? targets.readRatio : targets.writeRatio
@@ -130,6 +155,14 @@ export const loadMode = async (settings: Settings, url: string) => {
         `${m.hearken.non2xx + m.hearken.errors} / ${m.baseline.non2xx + m.baseline.errors} | ` +
         `${n0(m.hearken.peakRssMb)} / ${n0(m.baseline.peakRssMb)} |`)
     }
+    for (const m of hearkenOnly) {
+      console.log(`| ${m.endpoint} | ${n0(m.hearken.requestsPerSecond)} | – | – | ${ms(m.hearken.p50Ms)} / – | ${ms(m.hearken.p99Ms)} / – | – | ` +
+        `${m.hearken.non2xx + m.hearken.errors} / – | ${n0(m.hearken.peakRssMb)} / – |`)
+    }
+    printCosts([
+      ...measured.flatMap((m) => [{ name: `${m.endpoint} Hearken`, costs: m.hearken.costs }, { name: `${m.endpoint} baseline`, costs: m.baseline.costs }]),
+      ...hearkenOnly.map((m) => ({ name: `${m.endpoint} Hearken`, costs: m.hearken.costs }))
+    ])
     console.log(`\nHearken peak RSS under load ${n0(peak)} MB (≤ ${targets.rssMb}: ${mark(peak <= targets.rssMb)}); ` +
       `RSS before load Hearken ${n0(hearkenIdle!)} MB, baseline ${n0(baselineIdle!)} MB; ` +
       `VmHWM Hearken ${n0(hearkenMemory!.hwmMb)} MB, baseline ${n0(baselineMemory!.hwmMb)} MB`)
@@ -142,6 +175,7 @@ export const loadMode = async (settings: Settings, url: string) => {
       seedSeconds: seeded.seconds,
       bundles,
       endpoints: measured,
+      hearkenOnly,
       memory: {
         hearken: { rssBeforeLoadMb: hearkenIdle, peakRssUnderLoadMb: peak, hwmMb: hearkenMemory!.hwmMb },
         baseline: { rssBeforeLoadMb: baselineIdle, hwmMb: baselineMemory!.hwmMb }

@@ -1,0 +1,142 @@
+/**
+ * What one request costs, beyond its latency: the CPU time of the server
+ * process, of PostgreSQL's processes and of Redis, and PostgreSQL's own work
+ * (transactions, buffer reads, rows, WAL), each divided by the requests of a
+ * measured run. docs/operations.md ("Scale-out on paper") derives instances
+ * and database sizes from them.
+ *
+ * - CPU is the kernel's account (`/proc/PID/stat`, user + system): exact, and
+ *   independent of how fast this machine happens to be today, unlike req/s.
+ *   PostgreSQL's is the postmaster's and every child's (backends, WAL writer,
+ *   checkpointer): the cluster behind BENCH_DATABASE_URL, not another on the
+ *   machine. The load generator runs in this process and is not counted.
+ * - Transactions, blocks and rows come from `pg_stat_database` for the
+ *   bench's database. Backends publish them at most once a second under load,
+ *   so a snapshot misses up to a second's worth; before and after miss about
+ *   as much, and over a 10-second run the error is a few percent.
+ * - WAL is `pg_current_wal_lsn()`'s difference: exact, cluster-wide.
+ */
+import { execFileSync } from "node:child_process"
+import { readdirSync, readFileSync } from "node:fs"
+import { Redis } from "ioredis"
+import { withSql } from "../support.ts"
+
+const ticksPerSecond = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
+  } catch {
+    return 100
+  }
+})()
+
+/** `pid`'s user + system CPU time in ms, and its parent's pid (undefined once it is gone). */
+const cpuOf = (pid: number): { readonly ms: number; readonly ppid: number } | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // After "pid (comm) ": state ppid … utime (14th field) stime (15th).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return { ms: ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond, ppid: Number(fields[1]) }
+  } catch {
+    return undefined
+  }
+}
+
+/** The postmaster's CPU and every child's: PostgreSQL's processes of one cluster. */
+const clusterCpuMs = (postmaster: number) => {
+  let total = cpuOf(postmaster)?.ms ?? 0
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const cpu = cpuOf(Number(entry))
+    if (cpu?.ppid === postmaster) total += cpu.ms
+  }
+  return total
+}
+
+export interface CostSnapshot {
+  readonly serverCpuMs: number
+  readonly postgresCpuMs: number
+  readonly redisCpuMs: number
+  readonly transactions: number
+  readonly blocks: number
+  readonly blocksRead: number
+  readonly rowsRead: number
+  readonly rowsWritten: number
+  readonly walLsn: string
+}
+
+/** Per request: what a measured run cost, divided by its requests. */
+export interface Costs {
+  readonly serverCpuMs: number
+  readonly postgresCpuMs: number
+  readonly redisCpuMs: number
+  readonly transactions: number
+  /** Shared buffers touched (hit or read), and of those read from the OS. */
+  readonly blocks: number
+  readonly blocksRead: number
+  readonly rowsRead: number
+  readonly rowsWritten: number
+  readonly walBytes: number
+}
+
+/** A meter for the database at `url` and the Redis at `redisUrl`; `close` when done. */
+export const costMeter = async (url: string, redisUrl: string) => {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  await redis.connect()
+  const info = await redis.info("server")
+  const redisPid = Number(/^process_id:(\d+)/m.exec(info)?.[1] ?? 0)
+  await redis.quit()
+  // A backend's parent is the postmaster.
+  const [backend] = await withSql(url, (sql) => sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`)
+  const postmaster = cpuOf(backend!.pid)!.ppid
+
+  const snapshot = async (serverPid: number): Promise<CostSnapshot> => {
+    const [row] = await withSql(url, (sql) =>
+      sql<{ transactions: string; blocks: string; blocksRead: string; rowsRead: string; rowsWritten: string; walLsn: string }>`
+        SELECT (xact_commit + xact_rollback)::text AS transactions, (blks_hit + blks_read)::text AS blocks,
+               blks_read::text AS "blocksRead", (tup_returned + tup_fetched)::text AS "rowsRead",
+               (tup_inserted + tup_updated + tup_deleted)::text AS "rowsWritten", pg_current_wal_lsn()::text AS "walLsn"
+        FROM pg_stat_database WHERE datname = current_database()`
+    )
+    return {
+      serverCpuMs: cpuOf(serverPid)?.ms ?? NaN,
+      postgresCpuMs: clusterCpuMs(postmaster),
+      redisCpuMs: redisPid > 0 ? cpuOf(redisPid)?.ms ?? NaN : NaN,
+      transactions: Number(row!.transactions),
+      blocks: Number(row!.blocks),
+      blocksRead: Number(row!.blocksRead),
+      rowsRead: Number(row!.rowsRead),
+      rowsWritten: Number(row!.rowsWritten),
+      walLsn: row!.walLsn
+    }
+  }
+
+  const walBytes = async (from: string, to: string) => {
+    const [row] = await withSql(url, (sql) => sql<{ bytes: string }>`SELECT pg_wal_lsn_diff(${to}, ${from})::text AS bytes`)
+    return Number(row!.bytes)
+  }
+
+  const perRequest = async (before: CostSnapshot, after: CostSnapshot, requests: number): Promise<Costs> => {
+    const per = (key: Exclude<keyof CostSnapshot, "walLsn">) => (after[key] - before[key]) / requests
+    return {
+      serverCpuMs: per("serverCpuMs"),
+      postgresCpuMs: per("postgresCpuMs"),
+      redisCpuMs: per("redisCpuMs"),
+      transactions: per("transactions"),
+      blocks: per("blocks"),
+      blocksRead: per("blocksRead"),
+      rowsRead: per("rowsRead"),
+      rowsWritten: per("rowsWritten"),
+      walBytes: (await walBytes(before.walLsn, after.walLsn)) / requests
+    }
+  }
+
+  return { snapshot, perRequest }
+}
+
+export type CostMeter = Awaited<ReturnType<typeof costMeter>>
+
+/** The mean of each cost over rounds. */
+export const meanCosts = (rounds: ReadonlyArray<Costs>): Costs => {
+  const keys = Object.keys(rounds[0]!) as Array<keyof Costs>
+  return Object.fromEntries(keys.map((k) => [k, rounds.reduce((a, r) => a + r[k], 0) / rounds.length])) as unknown as Costs
+}
