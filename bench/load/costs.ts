@@ -29,21 +29,30 @@ const ticksPerSecond = (() => {
   }
 })()
 
-/** `pid`'s user + system CPU time in ms, and its parent's pid (undefined once it is gone). */
-const cpuOf = (pid: number): { readonly ms: number; readonly ppid: number } | undefined => {
+/**
+ * `pid`'s user + system CPU time in ms, that of its children that have exited and been waited
+ * for, and its parent's pid (undefined once it is gone).
+ */
+const cpuOf = (pid: number): { readonly ms: number; readonly exitedChildrenMs: number; readonly ppid: number } | undefined => {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    // After "pid (comm) ": state ppid … utime (14th field) stime (15th).
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { ms: ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond, ppid: Number(fields[1]) }
+    // After "pid (comm) ": state ppid … utime (14th field) stime cutime cstime (17th).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number)
+    const ms = (ticks: number) => (ticks * 1000) / ticksPerSecond
+    return { ms: ms(fields[11]! + fields[12]!), exitedChildrenMs: ms(fields[13]! + fields[14]!), ppid: fields[1]! }
   } catch {
     return undefined
   }
 }
 
-/** The postmaster's CPU and every child's: PostgreSQL's processes of one cluster. */
+/**
+ * PostgreSQL's processes of one cluster: the postmaster, its live children (backends, WAL writer,
+ * checkpointer, autovacuum) and those that have exited, which the postmaster waits for, so that
+ * a backend closing between two snapshots takes nothing away.
+ */
 const clusterCpuMs = (postmaster: number) => {
-  let total = cpuOf(postmaster)?.ms ?? 0
+  const self = cpuOf(postmaster)
+  let total = self ? self.ms + self.exitedChildrenMs : 0
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     const cpu = cpuOf(Number(entry))
