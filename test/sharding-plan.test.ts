@@ -2,9 +2,13 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { SignJWT } from "jose"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { migrate } from "../packages/server/dist/sql/Database.js"
+import { Collector } from "./support/collector.js"
 import { createDatabase, type TestDatabase, withClient } from "./support/database.js"
+import { baseFixture, fixturePost } from "./support/fixtures.js"
+import { getJson, postJson, startSeededServer, type TestServer } from "./support/server.js"
 
 /**
  * docs/operations.md, "Sharding by organization on Citus": its table of tables is checked against
@@ -87,4 +91,72 @@ it("the Citus plan names every table once, and each key that must gain organizat
   expect(rows.slice().sort((a, b) => a.table.localeCompare(b.table))).toEqual(expected)
   // Reference and local tables are the ones without the column: organizations itself, and the migrator's.
   expect(rows.filter((r) => r.placement !== "distributed").map((r) => r.table).sort()).toEqual(["effect_sql_migrations", "organizations"])
+}, 60_000)
+
+/**
+ * The plan's other claim: no query a visitor's request causes spans organizations, so that on
+ * Citus each is a router query. The statements are read from the server's own traces (one client
+ * span per statement, with its text): every statement of the four routes that names a table of
+ * the plan's distributed ones also names `organization_id`, or touches only tables that gain the
+ * column with the plan's migration (the plan names those statements). Suggestions run lexical here (no
+ * embeddings API); the vector query is in the same repository and filters the same way.
+ */
+it("every statement the four routes send names organization_id when it touches a distributed table", async () => {
+  const distributed = plan().filter((r) => r.placement === "distributed").map((r) => r.table)
+  const collector = await Collector.start()
+  const fixture = baseFixture()
+  const acme = fixture.organizations[0]!
+  acme.posts = [
+    fixturePost("p_dark", "Dark mode", "<p>A dark theme for the dashboard at night</p>"),
+    fixturePost("p_export", "Export to CSV", "<p>Download the reports as a spreadsheet</p>")
+  ]
+  acme.updates = [{ id: "u_1", title: "Dark mode is here", slug: "dark-mode-is-here", content: "<p>Try it</p>", publishedAt: "2026-01-10T00:00:00.000Z" }]
+  let server: TestServer | undefined
+  try {
+    server = await startSeededServer(fixture, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_BSP_SCHEDULE_DELAY: "100"
+    })
+    const token = await new SignJWT({ email: "alice@example.com" }).setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setAudience("org_acme").setIssuedAt().sign(new TextEncoder().encode("acme-current-secret-0123456789abcdef0123"))
+    const post = { organizationId: "org_acme", boardId: "b_feat", title: "Dark theme please", content: "<p>for night work</p>" }
+    const answers = [
+      await getJson(`${server.api}/boards?organizationId=org_acme`),
+      await getJson(`${server.api}/updates?organizationId=org_acme`),
+      await postJson(`${server.api}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "at night" }),
+      await postJson(`${server.api}/feedback`, { ...post, token }),
+      await postJson(`${server.api}/feedback`, { ...post, title: "Dark theme, again" }, { "idempotency-key": "sharding-plan-1" })
+    ]
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200])
+    expect((answers[2]!.body as Array<{ id: string }>).map((m) => m.id)).toContain("p_dark")
+
+    const touches = new RegExp(String.raw`\b(${distributed.join("|")})\b`)
+    const gainsColumn = plan().filter((r) => r.hasColumn === "no: add it").map((r) => r.table)
+    const checked: Array<string> = []
+    const withoutColumn = new Set<string>()
+    for (const answer of answers) {
+      const traceId = answer.headers.get("x-trace-id")!
+      await collector.waitFor(`the HTTP span of ${traceId}`, (span) => span.traceId === traceId && span.kind === 2)
+      const texts = collector.trace(traceId).map((span) => span.attributes["db.query.text"]).filter((t) => t !== undefined).map(String)
+      for (const text of texts.filter((t) => touches.test(t))) {
+        checked.push(text)
+        if (text.includes("organization_id")) continue
+        // Otherwise it may only touch tables that gain the column with the plan's migration.
+        const named = distributed.filter((table) => new RegExp(String.raw`\b${table}\b`).test(text))
+        expect(named.filter((table) => !gainsColumn.includes(table)), text).toEqual([])
+        withoutColumn.add(text.split("(")[0]!.trim())
+      }
+    }
+    // The one the plan names: the sanitized changelog HTML, keyed by the update's id.
+    expect([...withoutColumn]).toEqual(["INSERT INTO update_html"])
+    expect(doc).toContain("`INSERT INTO update_html`")
+    // Posts, boards, statuses, versions, idempotency keys, contacts and the outbox were all read or written.
+    for (const table of ["posts", "boards", "statuses", "organization_versions", "idempotency_keys", "contacts", "webhook_events"]) {
+      expect(checked.some((t) => new RegExp(String.raw`\b${table}\b`).test(t)), table).toBe(true)
+    }
+  } finally {
+    await server?.close()
+    await collector.close()
+  }
 }, 60_000)
