@@ -61,20 +61,8 @@ const clusterCpuMs = (postmaster: number) => {
   return total
 }
 
-export interface CostSnapshot {
-  readonly serverCpuMs: number
-  readonly postgresCpuMs: number
-  readonly redisCpuMs: number
-  readonly transactions: number
-  readonly blocks: number
-  readonly blocksRead: number
-  readonly rowsRead: number
-  readonly rowsWritten: number
-  readonly walLsn: string
-}
-
-/** Per request: what a measured run cost, divided by its requests. */
-export interface Costs {
+/** CPU in ms; PostgreSQL's counts for the bench's database. */
+interface Counts {
   readonly serverCpuMs: number
   readonly postgresCpuMs: number
   readonly redisCpuMs: number
@@ -84,10 +72,19 @@ export interface Costs {
   readonly blocksRead: number
   readonly rowsRead: number
   readonly rowsWritten: number
+}
+
+/** The counters at one moment, and where the WAL was. */
+export interface CostSnapshot extends Counts {
+  readonly walLsn: string
+}
+
+/** Per request: what a measured run cost, divided by its requests. */
+export interface Costs extends Counts {
   readonly walBytes: number
 }
 
-/** A meter for the database at `url` and the Redis at `redisUrl`; `close` when done. */
+/** A meter for the database at `url` and the Redis at `redisUrl`. */
 export const costMeter = async (url: string, redisUrl: string) => {
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
   await redis.connect()
@@ -125,7 +122,7 @@ export const costMeter = async (url: string, redisUrl: string) => {
   }
 
   const perRequest = async (before: CostSnapshot, after: CostSnapshot, requests: number): Promise<Costs> => {
-    const per = (key: Exclude<keyof CostSnapshot, "walLsn">) => (after[key] - before[key]) / requests
+    const per = (key: keyof Counts) => (after[key] - before[key]) / requests
     return {
       serverCpuMs: per("serverCpuMs"),
       postgresCpuMs: per("postgresCpuMs"),

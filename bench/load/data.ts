@@ -140,35 +140,28 @@ export const makeData = () => {
     return templates
   }
 
+  /** JSON bodies for every public board of `orgs` in turn, the rest of each from `fields(i)`. */
+  const onPublicBoards = (orgs: ReadonlyArray<Organization>, n: number, fields: (i: number) => Record<string, unknown>) =>
+    Array.from({ length: n }, (_, i) => {
+      const org = orgs[i % orgs.length]!
+      const boards = publicBoardsOf(org)
+      return JSON.stringify({ organizationId: org.id, boardId: boards[Math.floor(i / orgs.length) % boards.length]!.id, ...fields(i) })
+    })
+
   /**
    * POST /feedback bodies: every public board of `orgs` in turn, titles from
    * `titleOf` (by default half from the common ones), dirty HTML, metadata.
    */
   const feedbackBodies = (orgs: ReadonlyArray<Organization>, n = 500, titleOf = (_: number) => title(0.5)) =>
-    Array.from({ length: n }, (_, i) => {
-      const org = orgs[i % orgs.length]!
-      const boards = publicBoardsOf(org)
-      return JSON.stringify({
-        organizationId: org.id,
-        boardId: boards[Math.floor(i / orgs.length) % boards.length]!.id,
-        title: titleOf(i),
-        content: dirtyBody(),
-        metadata: { page: `/app/${pick(["settings", "reports", "inbox", "billing"])}`, plan: pick(["free", "pro", "enterprise"]) }
-      })
-    })
+    onPublicBoards(orgs, n, (i) => ({
+      title: titleOf(i),
+      content: dirtyBody(),
+      metadata: { page: `/app/${pick(["settings", "reports", "inbox", "billing"])}`, plan: pick(["free", "pro", "enterprise"]) }
+    }))
 
   /** Drafts for POST /suggestions: a title as visitors write them and the start of a body. */
   const suggestionBodies = (orgs: ReadonlyArray<Organization>, n = 500) =>
-    Array.from({ length: n }, (_, i) => {
-      const org = orgs[i % orgs.length]!
-      const boards = publicBoardsOf(org)
-      return JSON.stringify({
-        organizationId: org.id,
-        boardId: boards[Math.floor(i / orgs.length) % boards.length]!.id,
-        title: title(0.5),
-        content: pick(paragraphs).replace(/<[^>]+>/g, " ").slice(0, 400)
-      })
-    })
+    onPublicBoards(orgs, n, () => ({ title: title(0.5), content: pick(paragraphs).replace(/<[^>]+>/g, " ").slice(0, 400) }))
 
   return { zipfCommon, updateTemplates, postTemplates, feedbackBodies, suggestionBodies }
 }
