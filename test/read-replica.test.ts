@@ -249,7 +249,7 @@ describe("a replica that is down", () => {
       ["WARN", "Read replica 127.0.0.1:5435 unavailable: reads go to the primary until it answers again"],
       ["INFO", "Read replica 127.0.0.1:5435 answers again: reads go to it"]
     ])
-    expect(sample(await scrape(), "hearken_db_replica_up")).toBe(1)
+    await eventually("hearken_db_replica_up at 1", async () => sample(await scrape(), "hearken_db_replica_up") === 1 || undefined)
   })
 })
 

@@ -37,9 +37,12 @@ const control = async (cluster: Cluster, args: ReadonlyArray<string>) => {
 /** Stops it fast (its sessions are ended, as a crash or a failover would), and waits until it is down. */
 export const stop = (cluster: Cluster) => control(cluster, ["stop", "-m", "fast", "-w", "-s"])
 
-/** Starts it again and waits until it accepts connections. */
+/** Whether it is running (`pg_ctl status` exits 0). */
+const running = (cluster: Cluster) => control(cluster, ["status"]).then(() => true, () => false)
+
+/** Starts it again, unless it is running, and waits until it accepts connections. */
 export const start = async (cluster: Cluster) => {
-  await control(cluster, ["start", "-w", "-s", "-l", `${replication.dir}/${cluster}.log`])
+  if (!(await running(cluster))) await control(cluster, ["start", "-w", "-s", "-l", `${replication.dir}/${cluster}.log`])
   await eventually(`${cluster} to accept connections`, () =>
     withClient(urlOn(cluster, "postgres"), (sql) => sql`SELECT 1`).then(() => true, () => undefined), { timeoutMs: 30_000 })
 }
