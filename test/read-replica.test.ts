@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../packages/server/dist/config.js"
 import * as Database from "../packages/server/dist/sql/Database.js"
 import * as ReadReplica from "../packages/server/dist/sql/ReadReplica.js"
+import { startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { freePort, processGroup, type ServerProcess } from "./support/process.js"
 import {
@@ -27,6 +28,8 @@ import { eventually } from "./support/wait.js"
  */
 
 await checkReplication()
+// Suggestions by meaning too: their statements (a board's background, the nearest posts) read on the replica.
+const fake = await startFakeEmbeddings({ dimensions: 16 })
 
 const fixture = baseFixture()
 fixture.organizations[0]!.posts = [fixturePost("p_dark", "Dark mode", "<p>Please add a dark theme</p>")]
@@ -59,20 +62,24 @@ beforeAll(async () => {
     DATABASE_READ_URL: db.readUrl,
     SEED_FILE: await writeFixtureFile(fixture),
     METRICS_PORT: String(metricsPort),
+    EMBEDDINGS_URL: fake.url,
+    EMBEDDINGS_DIMENSIONS: "16",
     LOG_LEVEL: "info",
     LOG_FORMAT: "json",
     RATE_LIMIT_MULTIPLIER: "1000"
   }
   server = await processes.start()
-  // The seed was written on the primary: wait for the standby to have it.
-  await eventually("the seed on the standby", async () => {
-    const rows = await db.query<{ n: number }>("replica", (sql) => sql`SELECT count(*)::int AS n FROM posts WHERE id = 'p_dark'`)
+  // The seed was written on the primary, and its embedding by the worker: wait for the standby to have both.
+  await eventually("the seed and its embedding on the standby", async () => {
+    const rows = await db.query<{ n: number }>("replica", (sql) =>
+      sql`SELECT count(*)::int AS n FROM post_embeddings WHERE post_id = 'p_dark' AND embedding IS NOT NULL`)
     return rows[0]!.n === 1 || undefined
   })
 }, 60_000)
 
 afterAll(async () => {
   processes.killAll()
+  await fake.close()
   // Whatever a failed test left: both running, the replica replaying.
   await start("primary").catch(() => undefined)
   await start("replica").catch(() => undefined)
@@ -138,6 +145,8 @@ describe("reads on the replica", () => {
       expect(created.body).toEqual({ _tag: "InternalServerError", message: expect.any(String) })
       expect(created.body.message).not.toMatch(/ECONNREFUSED|5434|select|insert/i)
       expect((await getJson(`${server.origin}/health`)).status).toBe(503)
+      // The semantic half answered too (it logs when it fails and the answer falls back to lexical).
+      expect(logLines("Semantic suggestions failed")).toEqual([])
       // The replica's gauges are read on the replica.
       const text = await scrape()
       expect(sample(text, "hearken_db_replica_up")).toBe(1)
