@@ -262,6 +262,32 @@ describe("a replica that is down", () => {
   })
 })
 
+describe("with DATABASE_POOL_MODE=transaction (as behind PgBouncer)", () => {
+  it("reads on the replica through the pooled client, and served with the primary stopped", async () => {
+    const port = await freePort()
+    const pooled = await processes.start({ DATABASE_POOL_MODE: "transaction", DATABASE_DIRECT_URL: db.url, METRICS_PORT: String(port) })
+    const on = `${pooled.origin}/api/widget/v1`
+    const replicaReads = async () =>
+      sample(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), "hearken_db_reads_total", `target="replica"`) ?? 0
+    try {
+      const before = await replicaReads()
+      await stop("primary")
+      try {
+        expect((await getJson(`${on}/boards?organizationId=org_acme`)).status).toBe(200)
+        expect(ids((await getJson(`${on}/updates?organizationId=org_acme`)).body)).toEqual(["u_first"])
+        const s = await postJson(`${on}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "" })
+        expect(s.status).toBe(200)
+        expect(ids(s.body)).toEqual(["p_dark"])
+      } finally {
+        await start("primary")
+      }
+      expect(await replicaReads()).toBeGreaterThanOrEqual(before + 3)
+    } finally {
+      await processes.stop(pooled)
+    }
+  })
+})
+
 describe("one server per answer (ReadSql.oneServer)", () => {
   /** The reads' client in this process, on the pair. */
   const withReads = async <A>(f: (reads: ReadReplica.ReadSql["Service"]) => Effect.Effect<A, unknown>) => {
