@@ -285,7 +285,7 @@ describe("with DATABASE_POOL_MODE=transaction (as behind PgBouncer)", () => {
     } finally {
       await processes.stop(pooled)
     }
-  })
+  }, 60_000)
 })
 
 describe("one server per answer (ReadSql.oneServer)", () => {
