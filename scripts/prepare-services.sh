@@ -229,3 +229,62 @@ fi
 psql -qAt -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "SELECT 1" >/dev/null
 log "PgBouncer (transaction mode) is ready on 127.0.0.1:$PGBOUNCER_PORT"
 # --- end PgBouncer ------------------------------------------------------------------------------
+
+# --- A PostgreSQL replication pair (issue 30; docs/operations.md: "A read replica") ----------------
+# A primary of its own on 127.0.0.1:5434 and its streaming standby on 127.0.0.1:5435, made with
+# `pg_basebackup -R`, for test/read-replica.test.ts, which stops and starts both: the server on 5432
+# that every other test uses is never touched. Trust on loopback, TCP only, little memory, no fsync
+# (test data), under $REPLICATION_DIR/{primary,replica}, run as postgres (as whoever runs this when
+# not root). The extensions (vector, pg_trgm) are installed for PostgreSQL 15 as a whole.
+REPLICATION_DIR="${HEARKEN_REPLICATION_DIR:-/var/lib/hearken-replication}"
+REPLICATION_PRIMARY_PORT="${HEARKEN_REPLICATION_PRIMARY_PORT:-5434}"
+REPLICATION_REPLICA_PORT="${HEARKEN_REPLICATION_REPLICA_PORT:-5435}"
+PG_BIN="/usr/lib/postgresql/${PG_VERSION}/bin"
+if [ "$(id -u)" = 0 ]; then pg_user=postgres; else pg_user=$(id -un); fi
+as_pg() { if [ "$(id -u)" = 0 ]; then su "$pg_user" -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+pg_up() { pg_isready -q -h 127.0.0.1 -p "$1" -U postgres; }
+wait_pg() { for _ in $(seq 1 100); do pg_up "$1" && return 0; sleep 0.1; done; log "PostgreSQL on port $1 does not answer"; return 1; }
+
+as_root mkdir -p "$REPLICATION_DIR"
+as_root chown "$pg_user" "$REPLICATION_DIR"
+if [ ! -f "$REPLICATION_DIR/primary/PG_VERSION" ]; then
+  log "creating the replication primary in $REPLICATION_DIR/primary"
+  as_pg "rm -rf '$REPLICATION_DIR/primary' && '$PG_BIN/initdb' -D '$REPLICATION_DIR/primary' -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null"
+  # initdb --auth=trust also trusts replication connections from 127.0.0.1.
+  as_pg "cat >>'$REPLICATION_DIR/primary/postgresql.conf'" <<CONF
+# hearken: the replication pair's primary (scripts/prepare-services.sh)
+listen_addresses = '127.0.0.1'
+port = $REPLICATION_PRIMARY_PORT
+unix_socket_directories = ''
+max_connections = 40
+shared_buffers = 32MB
+max_wal_size = 128MB
+min_wal_size = 32MB
+wal_keep_size = 64MB
+max_wal_senders = 4
+fsync = off
+full_page_writes = off
+CONF
+fi
+if ! pg_up "$REPLICATION_PRIMARY_PORT"; then
+  log "starting the replication primary on 127.0.0.1:$REPLICATION_PRIMARY_PORT"
+  as_pg "'$PG_BIN/pg_ctl' -D '$REPLICATION_DIR/primary' -l '$REPLICATION_DIR/primary.log' -w -s start"
+  wait_pg "$REPLICATION_PRIMARY_PORT"
+fi
+if [ ! -f "$REPLICATION_DIR/replica/standby.signal" ]; then
+  log "making the streaming replica with pg_basebackup -R"
+  # Into a directory of its own first: an interrupted copy never looks like a replica.
+  as_pg "rm -rf '$REPLICATION_DIR/replica' '$REPLICATION_DIR/replica.partial' && '$PG_BIN/pg_basebackup' -h 127.0.0.1 -p $REPLICATION_PRIMARY_PORT -U postgres -D '$REPLICATION_DIR/replica.partial' -R -X stream -c fast --no-sync"
+  as_pg "echo 'port = $REPLICATION_REPLICA_PORT' >>'$REPLICATION_DIR/replica.partial/postgresql.conf' && mv '$REPLICATION_DIR/replica.partial' '$REPLICATION_DIR/replica'"
+fi
+if ! pg_up "$REPLICATION_REPLICA_PORT"; then
+  log "starting the streaming replica on 127.0.0.1:$REPLICATION_REPLICA_PORT"
+  as_pg "'$PG_BIN/pg_ctl' -D '$REPLICATION_DIR/replica' -l '$REPLICATION_DIR/replica.log' -w -s start"
+  wait_pg "$REPLICATION_REPLICA_PORT"
+fi
+# The replica replays (a test may have paused it and stopped before resuming).
+[ "$(psql -qAt -h 127.0.0.1 -p "$REPLICATION_REPLICA_PORT" -U postgres -d postgres -c 'SELECT pg_is_in_recovery()')" = t ] \
+  || { log "127.0.0.1:$REPLICATION_REPLICA_PORT is not a standby"; exit 1; }
+psql -qAt -h 127.0.0.1 -p "$REPLICATION_REPLICA_PORT" -U postgres -d postgres -c 'SELECT pg_wal_replay_resume()' >/dev/null
+log "PostgreSQL replication pair is ready: primary 127.0.0.1:$REPLICATION_PRIMARY_PORT, streaming replica 127.0.0.1:$REPLICATION_REPLICA_PORT"
+# --- end replication pair ---------------------------------------------------------------------------

@@ -51,6 +51,8 @@ const table: ReadonlyArray<readonly [string, string, string, string | undefined]
   ["DATABASE_URL", "postgres://u:pw@db%20one/hearken", `a postgres:// or postgresql:// URL ${oneHost}`, undefined],
   ["DATABASE_DIRECT_URL", "mysql://db/x", "a postgres:// or postgresql:// URL", undefined],
   ["DATABASE_DIRECT_URL", "db.example:5432/x", "a postgres:// or postgresql:// URL", undefined],
+  ["DATABASE_READ_URL", "mysql://replica/x", "a postgres:// or postgresql:// URL", undefined],
+  ["DATABASE_READ_URL", "postgres://u:pw@replica1,replica2/hearken", `a postgres:// or postgresql:// URL ${oneHost}`, undefined],
   ["DATABASE_POOL_MODE", "statement", "session or transaction", "statement"],
   ["REDIS_URL", "127.0.0.1:6379", "a redis:// or rediss:// URL", undefined],
   ["REDIS_URL", "redis://r1,r2:6379", `a redis:// or rediss:// URL ${oneHost}`, undefined],

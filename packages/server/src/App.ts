@@ -35,6 +35,7 @@ import * as Metrics from "./observability/Metrics.js"
 import * as MetricsServer from "./observability/MetricsServer.js"
 import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
+import * as ReadReplica from "./sql/ReadReplica.js"
 import * as Calibrator from "./suggestions/Calibrator.js"
 import * as LexiconBackfill from "./lexicon/LexiconBackfill.js"
 import { CalibrationRepo } from "./suggestions/CalibrationRepo.js"
@@ -142,10 +143,14 @@ const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
 const Observability = Tracing.layer.pipe(Layer.provideMerge(Logging.settings))
 
 /**
- * The migrated database, the repositories and the log level, without the API:
- * for workers and operator commands, and under `Core`.
+ * The migrated database, the reads' client (the replica's with `DATABASE_READ_URL`), the
+ * repositories and the log level, without the API: for workers and operator commands, and under `Core`.
  */
-export const Tooling = Repositories.pipe(Layer.provideMerge(Database.layer), Layer.provideMerge(Observability))
+export const Tooling = Repositories.pipe(
+  Layer.provideMerge(ReadReplica.layer),
+  Layer.provideMerge(Database.layer),
+  Layer.provideMerge(Observability)
+)
 
 /** Schema, services and the configured seed: what the server and `npm run seed` share. */
 export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(

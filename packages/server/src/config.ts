@@ -40,6 +40,7 @@ const Port = Integer(0, 65535, "a port number between 0 and 65535")
 export const urlVariables = [
   "DATABASE_URL",
   "DATABASE_DIRECT_URL",
+  "DATABASE_READ_URL",
   "REDIS_URL",
   "EMBEDDINGS_URL",
   "PUBLIC_URL",
@@ -466,6 +467,15 @@ const serverConfig = Config.all({
   databaseDirectUrl: Config.option(Config.schema(
     Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL")),
     "DATABASE_DIRECT_URL"
+  )),
+  /**
+   * A streaming replica of `DATABASE_URL` for the reads that need not see their own writes:
+   * `/boards`, `/updates` and suggestions (`sql/ReadReplica.ts`). Reached as `DATABASE_URL` is
+   * (`DATABASE_POOL_MODE` says what both are).
+   */
+  databaseReadUrl: Config.option(Config.schema(
+    Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", { socketHost: true })),
+    "DATABASE_READ_URL"
   )),
   /** A directory, or `memory`. */
   pgliteDir: Config.String("PGLITE_DIR").pipe(Config.withDefault(".data/pglite")),

@@ -1,6 +1,7 @@
 import { Board } from "@hearken/api/effect"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { ReadSql } from "../sql/ReadReplica.js"
 
 const BoardRef = Schema.Struct({ id: Schema.String, visibility: Schema.Literals(["public", "private"]) })
 export type BoardRef = typeof BoardRef.Type
@@ -13,12 +14,14 @@ export class Boards extends Context.Service<Boards, {
     Boards,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // The public list is a read (`ReadSql`); `find` is what a new post checks, on the primary.
+      const reads = (yield* ReadSql).client
 
       const listPublic = SqlSchema.findAll({
         Request: Schema.String,
         Result: Board,
         execute: (organizationId) =>
-          sql`SELECT id, name, slug, organization_id AS "organizationId",
+          reads`SELECT id, name, slug, organization_id AS "organizationId",
                      iso_ms(created_at) AS "createdAt", iso_ms(updated_at) AS "updatedAt"
               FROM boards
               WHERE organization_id = ${organizationId} AND visibility = 'public'

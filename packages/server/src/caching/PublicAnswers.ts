@@ -3,6 +3,7 @@ import { Clock, Context, Effect, Exit, Layer, Option, Schema, Stream } from "eff
 import { HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { Boards } from "../boards/Boards.js"
+import { ReadSql } from "../sql/ReadReplica.js"
 import { type Cursor, Updates } from "../updates/Updates.js"
 import { type BoundedCacheOptions, make as makeBoundedCache, stringBytes } from "./BoundedCache.js"
 import { type Version, Versions } from "./Versions.js"
@@ -82,27 +83,39 @@ export const worthKeeping = (body: Uint8Array) => body.byteLength > 2
  * sent whole; a longer one is streamed page by page, so that memory does not
  * grow with the changelog (decision 0011), and kept only if it is small
  * enough to cache.
+ *
+ * With a read replica (`ReadSql`), the version and the body of one answer are
+ * read on one server (`ReadSql.oneServer`): a version from the primary with a
+ * body from a lagging replica would keep a stale body under a new tag.
  */
 export class PublicAnswers extends Context.Service<PublicAnswers, {
   readonly boards: (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
   readonly updates: (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 }>()("hearken/PublicAnswers") {
-  /** Needs `Versions`, `Boards` and `Updates`. */
+  /** Needs `Versions`, `Boards`, `Updates` and `ReadSql`. */
   static readonly layerNoDeps = Layer.effect(
     PublicAnswers,
     Effect.gen(function*() {
       const versions = yield* Versions
       const boards = yield* Boards
       const updates = yield* Updates
+      const reads = yield* ReadSql
       const cache = yield* makeBoundedCache(answerCacheOptions)
 
       type Answer = Uint8Array | Stream.Stream<Uint8Array>
 
-      /** `load` gives a whole answer, which is kept, or a stream, which calls `keep` itself once complete. */
-      const respond = (kind: Kind, load: (organizationId: string, nowMs: number, keep: (body: Uint8Array) => Effect.Effect<void>) => Effect.Effect<Answer>) =>
+      type OneServer = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+      type Load = (organizationId: string, nowMs: number, keep: (body: Uint8Array) => Effect.Effect<void>, oneServer: OneServer) => Effect.Effect<Answer>
+
+      /**
+       * `load` gives a whole answer, which is kept, or a stream, which calls `keep` itself once complete;
+       * it reads through `oneServer`, as the version was read.
+       */
+      const respond = (kind: Kind, load: Load) =>
         Effect.fnUntraced(function*(organizationId: string, ifNoneMatch: string | undefined) {
           const nowMs = yield* Clock.currentTimeMillis
-          const tag = etagOf(kind, organizationId, yield* versions.read(organizationId, nowMs))
+          const oneServer = yield* reads.oneServer
+          const tag = etagOf(kind, organizationId, yield* oneServer(versions.read(organizationId, nowMs)))
           const headers = { etag: tag, "cache-control": `public, max-age=${publicMaxAgeSeconds}` }
           if (ifNoneMatch !== undefined && matches(ifNoneMatch, tag)) return HttpServerResponse.empty({ status: 304, headers })
           const key = `${kind}\u0000${organizationId}`
@@ -112,14 +125,19 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
           }
           // Read after the version: the body is at least as new as its tag, so a stale body is never cached under a newer tag.
           const keep = (body: Uint8Array) => worthKeeping(body) ? cache.set(key, { tag, body }) : Effect.void
-          const answer = yield* load(organizationId, nowMs, keep)
+          const answer = yield* load(organizationId, nowMs, keep, oneServer)
           if (!(answer instanceof Uint8Array)) return HttpServerResponse.stream(answer, { contentType: "application/json", headers })
           yield* keep(answer)
           return HttpServerResponse.uint8Array(answer, { contentType: "application/json", headers })
         })
 
-      const loadUpdates = Effect.fnUntraced(function*(organizationId: string, nowMs: number, keep: (body: Uint8Array) => Effect.Effect<void>) {
-        const first = yield* updates.page(organizationId, nowMs, undefined)
+      const loadUpdates = Effect.fnUntraced(function*(
+        organizationId: string,
+        nowMs: number,
+        keep: (body: Uint8Array) => Effect.Effect<void>,
+        oneServer: OneServer
+      ) {
+        const first = yield* oneServer(updates.page(organizationId, nowMs, undefined))
         const json = (entries: ReadonlyArray<Update>) => encoder.encode(updates.toJson(entries).join(","))
         if (Option.isNone(first.next)) return encoder.encode(`[${updates.toJson(first.entries).join(",")}]`)
         // Longer than a page: stream it, keeping the pages only while they fit in the cache.
@@ -134,7 +152,7 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
         const pages = Stream.paginate<Option.Option<Cursor>, Uint8Array>(first.next, (cursor) =>
           Option.isNone(cursor)
             ? Effect.succeed([[], Option.none()])
-            : Effect.map(updates.page(organizationId, nowMs, cursor.value), (page) =>
+            : Effect.map(oneServer(updates.page(organizationId, nowMs, cursor.value)), (page) =>
               [page.entries.length === 0 ? [] : [comma, json(page.entries)], Option.some(page.next)]))
         return Stream.concat(Stream.fromIterable([encoder.encode("["), json(first.entries)]), pages).pipe(
           Stream.concat(Stream.make(encoder.encode("]"))),
@@ -145,8 +163,8 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
 
       return PublicAnswers.of({
         boards: Effect.fn("PublicAnswers.boards")(
-          respond("boards", (organizationId) =>
-            Effect.map(boards.listPublic(organizationId), (list) => encoder.encode(JSON.stringify(encodeBoards(list)))))
+          respond("boards", (organizationId, _nowMs, _keep, oneServer) =>
+            Effect.map(oneServer(boards.listPublic(organizationId)), (list) => encoder.encode(JSON.stringify(encodeBoards(list)))))
         ),
         updates: Effect.fn("PublicAnswers.updates")(respond("updates", loadUpdates))
       })

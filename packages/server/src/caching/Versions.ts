@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { ReadSql } from "../sql/ReadReplica.js"
 
 /** Where an organization's public answers stand (decision 0010). */
 export interface Version {
@@ -14,7 +14,7 @@ export interface Version {
 /** An organization nothing was ever written for: it has no boards and no changelog. */
 const none: Omit<Version, "due"> = { epoch: "none", boards: 0, updates: 0 }
 
-/** The SQL of `organization_versions`, which triggers on `boards` and `updates` keep. */
+/** The SQL of `organization_versions`, which triggers on `boards` and `updates` keep; read where the reads go (`ReadSql`). */
 export class Versions extends Context.Service<Versions, {
   /** One indexed read of one small row; never the boards or updates themselves. */
   readonly read: (organizationId: string, nowMs: number) => Effect.Effect<Version>
@@ -22,7 +22,7 @@ export class Versions extends Context.Service<Versions, {
   static readonly layer = Layer.effect(
     Versions,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const sql = (yield* ReadSql).client
       const read = Effect.fn("Versions.read")(function*(organizationId: string, nowMs: number) {
         const [row] = yield* sql<{ epoch: string; boards: string; updates: string; due: number }>`SELECT epoch,
             boards::text AS boards, updates::text AS updates,

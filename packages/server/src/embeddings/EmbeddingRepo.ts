@@ -2,6 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { createHash } from "node:crypto"
 import { Sessions } from "../sql/Database.js"
+import { ReadSql } from "../sql/ReadReplica.js"
 import { storedKindAt, wordKinds } from "../lexicon/lexicon.js"
 import type { Model, Vector } from "./Embeddings.js"
 
@@ -182,6 +183,8 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
     EmbeddingRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // `nearest` is a suggestion's read (`ReadSql`); the rest is the embedding worker's and the calibrator's, on the primary.
+      const reads = (yield* ReadSql).client
       const sessions = yield* Sessions
 
       const ensureIndex = Effect.fn("EmbeddingRepo.ensureIndex")(function*(model: Model, options: { readonly concurrently: boolean }) {
@@ -269,8 +272,8 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
        * filters (board, visibility, model) drop its nearest rows, instead of
        * answering short.
        */
-      const walkingIndex = <A>(query: Effect.Effect<A, SqlError.SqlError>) =>
-        sql.withTransaction(Effect.andThen(sql`SET LOCAL hnsw.iterative_scan = relaxed_order`, query))
+      const walkingIndex = <A>(client: SqlClient.SqlClient, query: Effect.Effect<A, SqlError.SqlError>) =>
+        client.withTransaction(Effect.andThen(client`SET LOCAL hnsw.iterative_scan = relaxed_order`, query))
 
       const nearest = Effect.fn("EmbeddingRepo.nearest")(function*(model: Model, q: {
         readonly organizationId: string
@@ -280,23 +283,24 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
         readonly exact?: boolean
       }) {
         const m = modelSql(model, "e.")
-        const distance = sql.literal(`e.embedding::${m.cast} <=> `)
-        const cast = sql.literal(`::${m.cast}`)
+        const distance = reads.literal(`e.embedding::${m.cast} <=> `)
+        const cast = reads.literal(`::${m.cast}`)
         const vector = vectorLiteral(q.vector)
-        const rows = sql`SELECT p.id, p.title, p.excerpt, p.slug, (${distance}${vector}${cast})::float8 AS distance
+        const rows = reads`SELECT p.id, p.title, p.excerpt, p.slug, (${distance}${vector}${cast})::float8 AS distance
           FROM post_embeddings e
           JOIN posts p ON p.id = e.post_id
           JOIN boards b ON b.id = p.board_id
-          WHERE ${sql.literal(m.predicate)} AND e.embedding IS NOT NULL
+          WHERE ${reads.literal(m.predicate)} AND e.embedding IS NOT NULL
             AND p.board_id = ${q.boardId} AND p.organization_id = ${q.organizationId} AND p.visibility = 'public'
             AND b.organization_id = ${q.organizationId} AND b.visibility = 'public'`
         // Materialized, the board's rows are all compared: the planner cannot walk the index for them.
         if (q.exact === true) {
-          return yield* sql<NearPost>`WITH board AS MATERIALIZED (${rows})
+          return yield* reads<NearPost>`WITH board AS MATERIALIZED (${rows})
             SELECT * FROM board ORDER BY distance, id LIMIT ${q.limit}`
         }
         return yield* walkingIndex(
-          sql<NearPost>`SELECT * FROM (${rows} ORDER BY ${distance}${vector}${cast} LIMIT ${q.limit}) nearest ORDER BY distance, id`
+          reads,
+          reads<NearPost>`SELECT * FROM (${rows} ORDER BY ${distance}${vector}${cast} LIMIT ${q.limit}) nearest ORDER BY distance, id`
         )
       })
 
@@ -330,6 +334,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
               SELECT (SELECT o.d FROM (SELECT (s.v <=> o.v)::float8 AS d, o.words_v, o.n FROM board o WHERE o.copy <> s.copy ORDER BY 1 OFFSET 0) o
                 WHERE NOT ${other({ lexicon: "o.words_v", n: "o.n" })} LIMIT 1) AS d FROM sample s`
           : yield* walkingIndex(
+            sql,
             sql<{ d: number }>`WITH texts AS MATERIALIZED (
                 SELECT post_id, v, copy, words, array_to_tsvector(words) AS words_v, cardinality(words) AS n FROM (
                   SELECT DISTINCT ON (copy) * FROM (

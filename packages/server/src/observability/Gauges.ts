@@ -3,6 +3,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { ServerConfig } from "../config.js"
 import { EmbeddingRepo } from "../embeddings/EmbeddingRepo.js"
 import { poolSessions, poolSize } from "../sql/Database.js"
+import { ReadSql } from "../sql/ReadReplica.js"
 import { WebhookRepo } from "../webhooks/WebhookRepo.js"
 import { labelled } from "./Metrics.js"
 
@@ -10,7 +11,8 @@ import { labelled } from "./Metrics.js"
  * The gauges the database knows (decision 0014), read when Prometheus
  * scrapes: nothing runs while nobody scrapes. The webhook queue and the
  * embedding backlog are database-wide (every instance reports the same
- * values); the pool is this instance's.
+ * values); the pool is this instance's. The read replica's gauges come first,
+ * read on the replica: they are there when the primary is not.
  */
 
 const webhookQueue = (attributes: Record<string, string>) =>
@@ -36,6 +38,16 @@ const poolMax = Metric.gauge("hearken_db_pool_max_connections", {
   description: "The most connections this instance's pool opens"
 })
 
+const replicaUp = Metric.gauge("hearken_db_replica_up", {
+  description: "1 while the reads (/boards, /updates, suggestions) go to the read replica (DATABASE_READ_URL), 0 while they fall back to the primary"
+})
+const replicaLagSeconds = Metric.gauge("hearken_db_replica_lag_seconds", {
+  description: "The read replica's replay lag: 0 when it has replayed all the WAL it received, else the age of the last transaction it replayed (an upper bound); its last value while the replica cannot be read"
+})
+const replicaLagBytes = Metric.gauge("hearken_db_replica_lag_bytes", {
+  description: "WAL the read replica has received from the primary but not replayed yet, in bytes; its last value while the replica cannot be read"
+})
+
 const queueOf = labelled(webhookQueue)
 const poolOf = labelled(poolConnections)
 
@@ -51,8 +63,17 @@ export class Gauges extends Context.Service<Gauges, {
       const config = yield* ServerConfig
       const webhooks = yield* WebhookRepo
       const embeddings = yield* EmbeddingRepo
+      const { replica } = yield* ReadSql
 
       const read = Effect.gen(function*() {
+        if (Option.isSome(replica)) {
+          const lag = yield* replica.value.lag
+          if (Option.isSome(lag)) {
+            yield* Metric.update(replicaLagSeconds, lag.value.seconds)
+            yield* Metric.update(replicaLagBytes, lag.value.bytes)
+          }
+          yield* Metric.update(replicaUp, (yield* replica.value.up) ? 1 : 0)
+        }
         const queue = yield* webhooks.queueState
         if (queue !== undefined) {
           yield* Metric.update(queueOf({ state: "due" }), queue.due)

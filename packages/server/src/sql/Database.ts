@@ -171,7 +171,7 @@ class BoundedConnection implements SqlConnection.Connection {
 }
 
 /** PostgreSQL answers `ROLLBACK` to a `COMMIT` of an aborted transaction (as `PgClient` checks). */
-const commit = (connection: SqlConnection.Connection): Effect.Effect<void, SqlError.SqlError> =>
+export const commit = (connection: SqlConnection.Connection): Effect.Effect<void, SqlError.SqlError> =>
   Effect.flatMap(connection.executeRaw("COMMIT", []), (result) =>
     (result as { readonly command?: string }).command === "ROLLBACK"
       ? Effect.fail(
@@ -248,6 +248,19 @@ const clientOptions = (url: Redacted.Redacted, maxConnections: number) => ({
 /** A direct connection (or a session-mode pooler): the statement timeout is every session's default, from its startup packet. */
 const sessionClient = (url: Redacted.Redacted, maxConnections: number, statementTimeoutMs: number) =>
   PgClient.make({ ...clientOptions(url, maxConnections), startupParameters: { statement_timeout: String(statementTimeoutMs) } })
+
+/**
+ * A client on `url` reached as `DATABASE_POOL_MODE` says `DATABASE_URL` is (the read replica's,
+ * `sql/ReadReplica.ts`): a pool of `poolSize`, the statement timeout a session's default, or
+ * Hearken's per statement behind a transaction-mode pooler.
+ */
+export const clientOn = (
+  config: ServerConfigShape,
+  url: Redacted.Redacted
+): Effect.Effect<SqlClient.SqlClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
+  config.databasePoolMode === "session"
+    ? sessionClient(url, poolSize(config), config.databaseStatementTimeoutMs)
+    : makePooledClient(clientOptions(url, poolSize(config)), config.databaseStatementTimeoutMs)
 
 /** The client and its `Sessions`, before migrating; `migrator` is the client the migrations run on. */
 const clients = Effect.gen(function*() {

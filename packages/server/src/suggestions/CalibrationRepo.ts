@@ -2,6 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { modelPredicate } from "../embeddings/EmbeddingRepo.js"
 import type { Model } from "../embeddings/Embeddings.js"
+import { ReadSql } from "../sql/ReadReplica.js"
 import { type Background, ownBackgroundFrom, poolBoards } from "./calibration.js"
 
 /** A board whose background is missing or out of date: its public embedded posts now. */
@@ -44,12 +45,14 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
     CalibrationRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // `background` is a suggestion's read (`ReadSql`); the calibrator reads its own writes on the primary.
+      const reads = (yield* ReadSql).client
       const iso = (ms: number) => new Date(ms).toISOString()
       const floats = (distances: ReadonlyArray<number>) => `{${distances.join(",")}}`
 
       // The pool of the board's own organization, never another's: an unknown board has neither.
       const background = Effect.fn("CalibrationRepo.background")(function*(model: Model, boardId: string) {
-        const rows = yield* sql<{ boardId: string; distances: ReadonlyArray<number>; posts: number }>`SELECT board_id AS "boardId", distances, posts
+        const rows = yield* reads<{ boardId: string; distances: ReadonlyArray<number>; posts: number }>`SELECT board_id AS "boardId", distances, posts
           FROM embedding_calibrations
           WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id IN (${boardId}, ${pool})
             AND organization_id = (SELECT organization_id FROM boards WHERE id = ${boardId})`

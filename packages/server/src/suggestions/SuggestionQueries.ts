@@ -1,7 +1,8 @@
 import { Context, Effect, Layer, Semaphore } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import type { SqlError } from "effect/sql"
 import { ServerConfig } from "../config.js"
 import { poolSize } from "../sql/Database.js"
+import { ReadSql } from "../sql/ReadReplica.js"
 
 /**
  * The share of the pool's connections suggestions may hold at once. They are
@@ -29,7 +30,8 @@ export class SuggestionQueries extends Context.Service<SuggestionQueries, {
     SuggestionQueries,
     Effect.gen(function*() {
       const config = yield* ServerConfig
-      const sql = yield* SqlClient.SqlClient
+      // Suggestions are reads: on the replica with `DATABASE_READ_URL`, whose pool is as large.
+      const sql = (yield* ReadSql).client
       const semaphore = yield* Semaphore.make(permitsOf(poolSize(config)))
       const timeoutMs = Math.min(config.suggestionsStatementTimeoutMs, config.databaseStatementTimeoutMs)
       const limit = sql`SELECT set_config('statement_timeout', ${String(timeoutMs)}, true)`

@@ -1,11 +1,11 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api/effect"
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
 import * as BoundedCache from "../caching/BoundedCache.js"
 import { ServerConfig } from "../config.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import { merge, nearLimit } from "./blend.js"
 import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "../lexicon/lexicon.js"
+import { ReadSql } from "../sql/ReadReplica.js"
 import { Semantic } from "./Semantic.js"
 import { SuggestionQueries } from "./SuggestionQueries.js"
 
@@ -117,7 +117,7 @@ export class Suggestions extends Context.Service<Suggestions, {
   static readonly layerNoDeps = Layer.effect(
     Suggestions,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const sql = (yield* ReadSql).client
       const config = yield* ServerConfig
       const sanitizer = yield* Sanitizer
       const semantic = yield* Semantic

@@ -2,6 +2,7 @@ import { Update } from "@hearken/api/effect"
 import { Array as Arr, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Sanitizer, sanitizerVersion } from "../content/Sanitizer.js"
+import { ReadSql } from "../sql/ReadReplica.js"
 
 const UpdateRow = Schema.Struct({
   id: Schema.String,
@@ -46,9 +47,13 @@ export class Updates extends Context.Service<Updates, {
     Updates,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const { client: reads, replica } = yield* ReadSql
       const sanitizer = yield* Sanitizer
 
-      /** Keeps what was sanitized (migration 0008); a failure only means sanitizing again next time. */
+      /**
+       * Keeps what was sanitized (migration 0008), on the primary; a failure only means sanitizing
+       * again next time. Read from a replica, the answer does not wait for it: the primary may be down.
+       */
       const keep = (rows: Array<{ update_id: string; source_hash: string; html: string }>) =>
         !Arr.isArrayNonEmpty(rows) ? Effect.void : sql`INSERT INTO update_html ${
           sql.insert(Arr.map(rows, (row) => ({ ...row, sanitizer: sanitizerVersion })))
@@ -56,7 +61,8 @@ export class Updates extends Context.Service<Updates, {
           ON CONFLICT (update_id) DO UPDATE
           SET source_hash = EXCLUDED.source_hash, sanitizer = EXCLUDED.sanitizer, html = EXCLUDED.html`.pipe(
           Effect.catchCause((cause) => Effect.logDebug("Could not keep sanitized changelog content", cause)),
-          Effect.asVoid
+          Effect.asVoid,
+          (keeping) => Option.isSome(replica) ? Effect.asVoid(Effect.forkDetach(keeping)) : keeping
         )
 
       const Request = Schema.Struct({
@@ -69,7 +75,7 @@ export class Updates extends Context.Service<Updates, {
         Request,
         Result: UpdateRow,
         execute: ({ afterId, afterPublishedAt, now, organizationId }) =>
-          sql`SELECT u.id, u.title, u.slug, u.excerpt, u.image_url AS "imageUrl", iso_ms(u.published_at) AS "publishedAt",
+          reads`SELECT u.id, u.title, u.slug, u.excerpt, u.image_url AS "imageUrl", iso_ms(u.published_at) AS "publishedAt",
                      u.published_at::text AS cursor, h.html AS served, md5(u.content) AS "sourceHash",
                      CASE WHEN h.html IS NULL THEN u.content ELSE '' END AS content
               FROM updates u
