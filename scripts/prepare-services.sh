@@ -178,7 +178,7 @@ log "PostgreSQL (vector, pg_trgm) and Redis are ready"
 # Debian's package, on loopback 6432, in front of the PostgreSQL above: every database (the tests
 # create theirs on the fly) as user postgres, trusted as PostgreSQL trusts it. Only extra_float_digits
 # (which drivers send) is ignored among startup parameters: statement_timeout is still refused, as
-# managed poolers refuse it. Its own config and files, not Debian's service (which stays off).
+# managed poolers refuse it. Its own config and files, not Debian's service (stopped and disabled if it runs).
 PGBOUNCER_PORT="${PGBOUNCER_PORT:-6432}"
 PGBOUNCER_CONF=/etc/pgbouncer-hearken
 PGBOUNCER_RUN=/tmp/hearken-pgbouncer
@@ -187,7 +187,20 @@ if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null \
     || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; }
 fi
-if ! pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT"; then
+# Ours runs when its pidfile names a live process. Something else answering on the port is not
+# enough: where systemd runs, installing Debian's package starts Debian's own service on
+# 127.0.0.1:6432 (md5 authentication, no databases), which would pass pg_isready and refuse us.
+pgbouncer_ours() { [ -f "$PGBOUNCER_RUN/pgbouncer.pid" ] && [ -d "/proc/$(cat "$PGBOUNCER_RUN/pgbouncer.pid")" ]; }
+if ! pgbouncer_ours; then
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    as_root systemctl disable --now pgbouncer.service >/dev/null 2>&1 || true
+  fi
+  as_root pkill -f '^/usr/sbin/pgbouncer .*/etc/pgbouncer/pgbouncer.ini$' >/dev/null 2>&1 || true
+  for _ in $(seq 1 20); do pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" || break; sleep 0.25; done
+  if pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT"; then
+    echo "prepare-services: something else listens on 127.0.0.1:$PGBOUNCER_PORT; set PGBOUNCER_PORT to a free port" >&2
+    exit 1
+  fi
   log "starting PgBouncer (transaction mode) on 127.0.0.1:$PGBOUNCER_PORT"
   # pgbouncer refuses to run as root: as postgres then, else as whoever runs this.
   if [ "$(id -u)" = 0 ]; then pgb_user=postgres; else pgb_user=$(id -un); fi

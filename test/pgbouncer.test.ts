@@ -75,6 +75,22 @@ describe("the statement timeouts, through PgBouncer in transaction mode", () => 
       }
     })
 
+    it("a DATABASE_DIRECT_URL of its own says DATABASE_URL is a transaction-mode pooler (CONTRACT.md): no DATABASE_POOL_MODE needed", async () => {
+      const db = await createDatabase()
+      const direct = await startServerOn(db, {
+        DATABASE_URL: pooledUrl(db.url),
+        DATABASE_DIRECT_URL: db.url,
+        SEED_FILE: await writeFixtureFile(fixture)
+      }, true)
+      try {
+        const res = await getJson(`${direct.api}/boards?organizationId=org_acme`)
+        expect(res.status).toBe(200)
+        expect((res.body as Array<{ id: string }>).map((b) => b.id)).toContain("b_feat")
+      } finally {
+        await direct.close()
+      }
+    })
+
     it("cancels a statement past it on the server, and the request answers 500 InternalServerError at the timeout", async () => {
       // Every answer of /boards reads the organization's version row first: it waits on the lock.
       await holding(server, "organization_versions", async () => {

@@ -457,12 +457,10 @@ const serverConfig = Config.all({
   // PostgreSQL behind a pooler (issue 30; docs/operations.md: "Behind PgBouncer").
   /**
    * `transaction` when `DATABASE_URL` is a transaction-mode pooler (PgBouncer's `pool_mode =
-   * transaction`): no startup parameters, no named prepared statements, the statement timeout
+   * transaction`; the default when `DATABASE_DIRECT_URL` is set, else `session`): no startup parameters, no named prepared statements, the statement timeout
    * enforced per statement (`sql/Database.ts`), and no `LISTEN` there.
    */
-  databasePoolMode: Config.schema(Word(["session", "transaction"], "session or transaction"), "DATABASE_POOL_MODE").pipe(
-    Config.withDefault("session")
-  ),
+  databasePoolMode: Config.option(Config.schema(Word(["session", "transaction"], "session or transaction"), "DATABASE_POOL_MODE")),
   /** A direct connection (a session of its own) for what a transaction-mode pooler cannot carry: migrations, `LISTEN`, index builds. */
   databaseDirectUrl: Config.option(Config.schema(
     Schema.RedactedFromValue(UrlString(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL")),
@@ -518,9 +516,11 @@ const serverConfig = Config.all({
   /** `METRICS_PORT`: serve Prometheus metrics there; unset, no listener. */
   metricsPort: Config.option(Config.schema(Port, "METRICS_PORT")),
   metricsHost: Config.option(Config.schema(ListenAddress, "METRICS_HOST"))
-}).pipe(Config.map(({ timeouts, publicUrl, metricsHost, maxConnectionsPerAddress, ...config }) => ({
+}).pipe(Config.map(({ databasePoolMode, timeouts, publicUrl, metricsHost, maxConnectionsPerAddress, ...config }) => ({
   ...config,
   ...timeouts,
+  // A direct URL of its own says that `DATABASE_URL` is a transaction-mode pooler (CONTRACT.md), unless told otherwise.
+  databasePoolMode: Option.getOrElse(databasePoolMode, () => Option.isSome(config.databaseDirectUrl) ? "transaction" as const : "session" as const),
   // Behind a proxy every socket is the proxy's: a cap per address would be a cap on the whole service.
   maxConnectionsPerAddress: Option.getOrElse(maxConnectionsPerAddress, () => config.trustProxy === 0 ? 256 : 0),
   publicUrl: Option.getOrElse(publicUrl, () => new URL(`http://localhost:${config.port}`)),
