@@ -94,12 +94,66 @@ it("the Citus plan names every table once, and each key that must gain organizat
 }, 60_000)
 
 /**
+ * Where a statement reads or writes a distributed table, and whether that reference is limited
+ * to one organization: an `INSERT INTO t (…)` names `organization_id` among its columns; a
+ * `FROM t a`, `JOIN t a` or `UPDATE t a` has `a.organization_id` (or, without an alias,
+ * `organization_id`) within the same parentheses as the reference, so that a subquery or a joined
+ * table without its own filter counts as unfiltered even when another part of the statement
+ * filters. A reading of the SQL, not a planner: it is strict in that a filter carried over by a
+ * join (`b.id = p.board_id` with `b.organization_id = $1`) does not count, as Citus needs it
+ * on each distributed table.
+ */
+const tableReferences = (text: string, tables: ReadonlyArray<string>) => {
+  const found: Array<{ readonly table: string; readonly filtered: boolean }> = []
+  const names = tables.join("|")
+  for (const m of text.matchAll(new RegExp(String.raw`\bINSERT INTO (${names})\s*\(([^)]*)\)`, "gi"))) {
+    found.push({ table: m[1]!, filtered: /\borganization_id\b/.test(m[2]!) })
+  }
+  const keywords = /^(WHERE|ON|JOIN|LEFT|RIGHT|INNER|CROSS|FULL|USING|ORDER|GROUP|LIMIT|SET|FOR|WITH|AND|OR|RETURNING|VALUES)$/i
+  for (const m of text.matchAll(new RegExp(String.raw`\b(?:FROM|JOIN|UPDATE)\s+(${names})\b(?:\s+(?:AS\s+)?([a-z_][a-z0-9_]*))?`, "gi"))) {
+    const alias = m[2] !== undefined && !keywords.test(m[2]) ? m[2] : undefined
+    // The innermost parentheses around the reference, or the whole statement.
+    let open = m.index, depth = 0
+    for (; open >= 0; open--) {
+      if (text[open] === ")") depth++
+      else if (text[open] === "(" && depth-- === 0) break
+    }
+    let close = m.index
+    for (depth = 0; close < text.length; close++) {
+      if (text[close] === "(") depth++
+      else if (text[close] === ")" && depth-- === 0) break
+    }
+    const scope = text.slice(open + 1, close)
+    const filter = alias === undefined ? /\borganization_id\b/ : new RegExp(String.raw`\b${alias}\.organization_id\b`)
+    found.push({ table: m[1]!, filtered: filter.test(scope) })
+  }
+  return found
+}
+
+/**
+ * The references of the four routes that are not limited to one organization today, each as
+ * "table in span", the span being the function the statement runs under: docs/operations.md names
+ * each, and what it needs to become a router query on Citus.
+ */
+const notRouterYet = [
+  // The changelog's sanitized HTML, keyed by the entry's id: the table gains the column.
+  "update_html in Updates.page",
+  // A post's webhook deliveries, keyed by event and endpoint: the table gains the column.
+  "webhook_deliveries in WebhookOutbox.postCreated",
+  // The board's size and the lexical postings (board-scoped lexemes through the GIN index):
+  // posts by board, the organization checked on boards only.
+  "posts in Suggestions.suggest"
+]
+
+/**
  * The plan's other claim: no query a visitor's request causes spans organizations, so that on
  * Citus each is a router query. The statements are read from the server's own traces (one client
  * span per statement, with its text): every statement of the four routes that names a table of
  * the plan's distributed ones also names `organization_id`, or touches only tables that gain the
  * column with the plan's migration (the plan names those statements). Suggestions run lexical here (no
- * embeddings API); the vector query is in the same repository and filters the same way.
+ * embeddings API); the vector query is in the same repository and filters the same way. Every
+ * statement the four routes send is read, and its references to distributed tables are held to
+ * the rule of `tableReferences`; those that break it are exactly the plan's list.
  */
 it("every statement the four routes send names organization_id when it touches a distributed table", async () => {
   const distributed = plan().filter((r) => r.placement === "distributed").map((r) => r.table)
@@ -131,26 +185,31 @@ it("every statement the four routes send names organization_id when it touches a
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200])
     expect((answers[2]!.body as Array<{ id: string }>).map((m) => m.id)).toContain("p_dark")
 
-    const touches = new RegExp(String.raw`\b(${distributed.join("|")})\b`)
-    const gainsColumn = plan().filter((r) => r.hasColumn === "no: add it").map((r) => r.table)
     const checked: Array<string> = []
-    const withoutColumn = new Set<string>()
+    const unfiltered = new Set<string>()
     for (const answer of answers) {
       const traceId = answer.headers.get("x-trace-id")!
       await collector.waitFor(`the HTTP span of ${traceId}`, (span) => span.traceId === traceId && span.kind === 2)
-      const texts = collector.trace(traceId).map((span) => span.attributes["db.query.text"]).filter((t) => t !== undefined).map(String)
-      for (const text of texts.filter((t) => touches.test(t))) {
-        checked.push(text)
-        if (text.includes("organization_id")) continue
-        // Otherwise it may only touch tables that gain the column with the plan's migration.
-        const named = distributed.filter((table) => new RegExp(String.raw`\b${table}\b`).test(text))
-        expect(named.filter((table) => !gainsColumn.includes(table)), text).toEqual([])
-        withoutColumn.add(text.split("(")[0]!.trim())
+      const trace = collector.trace(traceId)
+      const byId = new Map(trace.map((span) => [span.spanId, span]))
+      for (const span of trace) {
+        const text = span.attributes["db.query.text"]
+        if (text === undefined) continue
+        const references = tableReferences(String(text), distributed)
+        if (references.length > 0) checked.push(String(text))
+        // Named by the span it runs under: the repository's or service's function.
+        let parent = byId.get(span.parentSpanId ?? "")
+        while (parent !== undefined && parent.name.startsWith("sql.")) parent = byId.get(parent.parentSpanId ?? "")
+        const where = parent?.name ?? "?"
+        for (const reference of references) if (!reference.filtered) unfiltered.add(`${reference.table} in ${where}`)
       }
     }
-    // The one the plan names: the sanitized changelog HTML, keyed by the update's id.
-    expect([...withoutColumn]).toEqual(["INSERT INTO update_html"])
-    expect(doc).toContain("`INSERT INTO update_html`")
+    // The statements that are not router queries yet, as the plan names them.
+    expect([...unfiltered].sort()).toEqual([...notRouterYet].sort())
+    for (const reference of notRouterYet) {
+      const [table, where] = reference.split(" in ")
+      expect(doc, reference).toContain(`\`${table}\` in \`${where}\``)
+    }
     // Posts, boards, statuses, versions, idempotency keys, contacts and the outbox were all read or written.
     for (const table of ["posts", "boards", "statuses", "organization_versions", "idempotency_keys", "contacts", "webhook_events"]) {
       expect(checked.some((t) => new RegExp(String.raw`\b${table}\b`).test(t)), table).toBe(true)

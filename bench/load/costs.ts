@@ -6,7 +6,8 @@
  * and database sizes from them.
  *
  * - CPU is the kernel's account (`/proc/PID/stat`, user + system): exact, and
- *   independent of how fast this machine happens to be today, unlike req/s.
+ *   steadier than req/s (a request waiting for a core costs no CPU), though it
+ *   still moves with the machine's speed.
  *   PostgreSQL's is the postmaster's and every child's (backends, WAL writer,
  *   checkpointer): the cluster behind BENCH_DATABASE_URL, not another on the
  *   machine. The load generator runs in this process and is not counted.
