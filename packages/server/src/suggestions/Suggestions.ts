@@ -1,5 +1,5 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api/effect"
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as BoundedCache from "../caching/BoundedCache.js"
 import { ServerConfig } from "../config.js"
@@ -7,7 +7,7 @@ import { Sanitizer } from "../content/Sanitizer.js"
 import { merge, nearLimit } from "./blend.js"
 import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "../lexicon/lexicon.js"
 import { Semantic } from "./Semantic.js"
-import { SuggestionQueries } from "./SuggestionQueries.js"
+import { isTimeout, SuggestionQueries } from "./SuggestionQueries.js"
 
 /** The most posts one answer suggests. */
 export const maxSuggestions = Limits.suggestions
@@ -105,7 +105,9 @@ export class Suggestions extends Context.Service<Suggestions, {
    * What the widget shows (`POST /suggestions`, docs/api.md: "Routes"): the
    * lexical matches, merged with the nearest posts by meaning that stand out
    * on the board (decision 0023); the lexical matches alone when embeddings
-   * are not configured, fail, time out or find nothing that stands out.
+   * are not configured, fail, time out or find nothing that stands out;
+   * `[]` when a statement of the lexical half runs past the suggestions'
+   * statement timeout (decision 0039).
    */
   readonly suggest: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
   /** The lexical answer alone (decision 0008). */
@@ -151,6 +153,29 @@ export class Suggestions extends Context.Service<Suggestions, {
        * whatever the statistics or the plan cache hold.
        */
       const indexOnly = sql`SET LOCAL enable_seqscan = off`
+
+      /**
+       * Lexemes PostgreSQL's statistics of `posts.lexicon` (ANALYZE's most
+       * common elements, their share of the rows, and the table's rows) put in
+       * `cap` posts or more, kept in `common` as if fetched: after a restart or
+       * an import, the costliest features of a large board are known common
+       * before any draft fetches them (decision 0039). Read at most once every
+       * `cacheMs`, within the caller's transaction; lexemes being board-keyed,
+       * one list serves every board. The statistics hold at most ten times the
+       * column's statistics target (migration 0017).
+       */
+      let statisticsReadAt = -Infinity
+      const commonFromStatistics = Effect.fnUntraced(function*(cap: number) {
+        const now = yield* Clock.currentTimeMillis
+        if (now - statisticsReadAt < cacheMs) return
+        statisticsReadAt = now
+        const rows = yield* sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
+          JOIN pg_class c ON c.oid = to_regclass('posts')
+          CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
+          WHERE s.schemaname = current_schema() AND s.tablename = 'posts' AND s.attname = 'lexicon'
+            AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${cap}`
+        for (const { lexeme } of rows) yield* common.set(lexeme, true)
+      })
 
       /** The board's size: a large board's from the cache, with no transaction; else counted through the index, in a transaction of its own. */
       const countBoard = (request: SuggestionsRequest) =>
@@ -216,6 +241,7 @@ export class Suggestions extends Context.Service<Suggestions, {
           const n = size ?? (yield* boardSize(request.organizationId, request.boardId))
           if (n === 0) return []
           const cap = tuning.common
+          yield* commonFromStatistics(cap)
           const key = boardKey(request.boardId)
           const fetch: Array<{ readonly lexeme: string; readonly weight: number }> = []
           let commonTotal = 0
@@ -234,21 +260,23 @@ export class Suggestions extends Context.Service<Suggestions, {
             ? []
             : [{ match: new SuggestionMatch({ id: row.id, title: row.title!, excerpt: row.excerpt!, slug: row.slug! }), coverage: row.coverage }]
         )
-      }, Effect.orDie)
+      })
 
-      const rank = Effect.fn("Suggestions.rank")((request: SuggestionsRequest) => rankText(request, sanitizer.text(request.content)))
+      const rank = Effect.fn("Suggestions.rank")((request: SuggestionsRequest) =>
+        Effect.orDie(rankText(request, sanitizer.text(request.content)))
+      )
 
       /** The lexical answer from the ranking. */
       const shownOf = (ranked: ReadonlyArray<Ranked>) => select(ranked).slice(0, maxSuggestions).map((r) => r.match)
 
       const lexical = Effect.fn("Suggestions.lexical")((request: SuggestionsRequest) =>
-        Effect.map(rankText(request, sanitizer.text(request.content)), shownOf)
+        Effect.map(Effect.orDie(rankText(request, sanitizer.text(request.content))), shownOf)
       )
 
       // The board first, cheaply: an unknown, private or other organization's board costs no embeddings call (decision 0025).
       // Then both halves at once: the answer takes the longer of the two, never their sum.
-      const suggest = Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
-        const size = yield* Effect.orDie(countBoard(request))
+      const both = Effect.fnUntraced(function*(request: SuggestionsRequest) {
+        const size = yield* countBoard(request)
         if (size === 0) return []
         const text = sanitizer.text(request.content)
         const [ranked, meaning] = yield* Effect.all([
@@ -264,6 +292,22 @@ export class Suggestions extends Context.Service<Suggestions, {
         const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions, config.suggestionsMaxDistance)
         return ids.map((id) => matches.get(id)!)
       })
+
+      /**
+       * A statement of the lexical half (the board's size, the search) past
+       * the suggestions' timeout gives way to `[]`: it was cancelled and its
+       * transaction rolled back, and the semantic half is interrupted; it
+       * would cost more. The semantic half's own timeouts give way to the
+       * lexical answer (`Semantic.ts`). Either is counted and logged at most
+       * once a minute (decision 0039). Any other database failure stays a 500.
+       */
+      const suggest = Effect.fn("Suggestions.suggest")((request: SuggestionsRequest) =>
+        both(request).pipe(
+          Effect.catchTag("SqlError", (error) =>
+            isTimeout(error) ? Effect.as(queries.gaveWay("none"), []) : Effect.die(error)
+          )
+        )
+      )
 
       return Suggestions.of({ suggest, lexical, rank })
     })
