@@ -1,5 +1,5 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api/effect"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Effect, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as BoundedCache from "../caching/BoundedCache.js"
 import { ServerConfig } from "../config.js"
@@ -157,24 +157,48 @@ export class Suggestions extends Context.Service<Suggestions, {
       /**
        * Lexemes PostgreSQL's statistics of `posts.lexicon` (ANALYZE's most
        * common elements, their share of the rows, and the table's rows) put in
-       * `cap` posts or more, kept in `common` as if fetched: after a restart or
-       * an import, the costliest features of a large board are known common
-       * before any draft fetches them (decision 0039). Read at most once every
-       * `cacheMs`, within the caller's transaction; lexemes being board-keyed,
-       * one list serves every board. The statistics hold at most ten times the
-       * column's statistics target (migration 0017).
+       * `tuning.common` posts or more: after a restart or an import, a large
+       * board's common features are known before any draft fetches them
+       * (decision 0039). Lexemes being board-keyed, one list serves every
+       * board. It holds at most ten times the column's statistics target
+       * (10,000, migration 0017): 100,000 lexemes, about 8 MB, on a database
+       * with boards of a million posts, a few on a small one. Reading them
+       * takes about 0.1 s at 100,000, so a suggestion never waits for it: the
+       * first one after `cacheMs` starts a read in the background, and the
+       * list is replaced once it is in; only the first read after start-up is
+       * waited for. A failed read keeps the last list.
        */
-      let statisticsReadAt = -Infinity
-      const commonFromStatistics = Effect.fnUntraced(function*(cap: number) {
-        const now = yield* Clock.currentTimeMillis
-        if (now - statisticsReadAt < cacheMs) return
-        statisticsReadAt = now
-        const rows = yield* sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
+      let known: ReadonlySet<string> = new Set()
+      let knownReadAt = -Infinity
+      /** Whether a read has ended (read or failed), and the latest read. */
+      let knownOnce = false
+      let reading: Fiber.Fiber<void> | undefined
+      const scope = yield* Effect.scope
+      const readKnown = queries.run(
+        sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
           JOIN pg_class c ON c.oid = to_regclass('posts')
           CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
           WHERE s.schemaname = current_schema() AND s.tablename = 'posts' AND s.attname = 'lexicon'
-            AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${cap}`
-        for (const { lexeme } of rows) yield* common.set(lexeme, true)
+            AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${tuning.common}`
+      ).pipe(
+        Effect.map((rows) => void (known = new Set(rows.map((row) => row.lexeme)))),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.interrupt
+            : Effect.logWarning("Suggestions: could not read the lexicon's statistics; reading them again in a minute", cause)
+        ),
+        Effect.ensuring(Effect.sync(() => void (knownOnce = true)))
+      )
+      /** The list; started here, so never inside a suggestion's transaction (a forked fiber would share its connection). */
+      const knownCommon = Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (now - knownReadAt >= cacheMs) {
+          knownReadAt = now
+          reading = yield* Effect.forkIn(readKnown, scope)
+        }
+        // Until a first read has ended, wait for it: without the list, a large board's first drafts fetch every common feature.
+        if (!knownOnce && reading !== undefined) yield* Fiber.join(reading)
+        return known
       })
 
       /** The board's size: a large board's from the cache, with no transaction; else counted through the index, in a transaction of its own. */
@@ -235,19 +259,20 @@ export class Suggestions extends Context.Service<Suggestions, {
       const rankText = Effect.fnUntraced(function*(request: SuggestionsRequest, text: string, size?: number) {
         const features = queryFeatures(request.title, text).slice(0, tuning.maxFeatures)
         if (features.length === 0) return []
+        // Outside the transaction below: a read it starts runs in a transaction of its own.
+        const statistics = yield* knownCommon
         // One transaction, one connection of the suggestions' share, for both statements.
         const rows = yield* queries.run(Effect.gen(function*() {
           yield* indexOnly
           const n = size ?? (yield* boardSize(request.organizationId, request.boardId))
           if (n === 0) return []
           const cap = tuning.common
-          yield* commonFromStatistics(cap)
           const key = boardKey(request.boardId)
           const fetch: Array<{ readonly lexeme: string; readonly weight: number }> = []
           let commonTotal = 0
           for (const { feature, weight } of features) {
             const lexeme = `${key}/${feature}`
-            if (Option.isSome(yield* common.get(lexeme))) commonTotal += weight * idf(n, Math.min(cap, n))
+            if (statistics.has(lexeme) || Option.isSome(yield* common.get(lexeme))) commonTotal += weight * idf(n, Math.min(cap, n))
             else fetch.push({ lexeme, weight })
           }
           if (fetch.length === 0) return []
