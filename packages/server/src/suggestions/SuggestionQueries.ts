@@ -59,7 +59,10 @@ export const gaveWayLog = (timeoutMs: number) =>
  * statements are cancelled past `SUGGESTIONS_STATEMENT_TIMEOUT_MS`: a
  * suggestion never holds a connection longer than that, and a call waiting
  * for its turn holds none. Past the share, suggestions queue among
- * themselves and nothing else waits for them.
+ * themselves and nothing else waits for them. A statement cancelled at the
+ * timeout ends its own transaction and no other: each half of an answer
+ * runs its own, so the other half goes on, and the answer gives way to what
+ * is left (`gaveWay`, decision 0039).
  */
 export class SuggestionQueries extends Context.Service<SuggestionQueries, {
   readonly run: <A, E, R>(statements: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
