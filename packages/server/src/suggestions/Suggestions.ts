@@ -163,7 +163,8 @@ export class Suggestions extends Context.Service<Suggestions, {
        * board. It holds at most ten times the column's statistics target
        * (10,000, migration 0017): 100,000 lexemes, about 8 MB, on a database
        * with boards of a million posts, a few on a small one. Reading them
-       * takes about 0.1 s at 100,000, so a suggestion never waits for it: the
+       * takes about 0.1 s at 100,000 (within the database's statement limit,
+       * not the suggestions'), so a suggestion never waits for it: the
        * first one after `cacheMs` starts a read in the background, and the
        * list is replaced once it is in; only the first read after start-up is
        * waited for. A failed read keeps the last list.
@@ -174,12 +175,14 @@ export class Suggestions extends Context.Service<Suggestions, {
       let knownOnce = false
       let reading: Fiber.Fiber<void> | undefined
       const scope = yield* Effect.scope
+      /** For the reads in the background: the database's limit (`DATABASE_STATEMENT_TIMEOUT_MS`), not the suggestions'. */
+      const backgroundLimit = sql`SELECT set_config('statement_timeout', ${String(config.databaseStatementTimeoutMs)}, true)`
       const readKnown = queries.run(
-        sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
+        Effect.andThen(backgroundLimit, sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
           JOIN pg_class c ON c.oid = to_regclass('posts')
           CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
           WHERE s.schemaname = current_schema() AND s.tablename = 'posts' AND s.attname = 'lexicon'
-            AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${tuning.common}`
+            AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${tuning.common}`)
       ).pipe(
         Effect.map((rows) => void (known = new Set(rows.map((row) => row.lexeme)))),
         Effect.catchCause((cause) =>
@@ -201,12 +204,43 @@ export class Suggestions extends Context.Service<Suggestions, {
         return known
       })
 
+      /**
+       * A board whose count ran past the suggestions' limit is counted again in
+       * the background, within the database's (`DATABASE_STATEMENT_TIMEOUT_MS`),
+       * once at a time, and its size cached as usual (a table of fewer posts
+       * than `cacheBoardsFrom` has no size to keep): else a board too large to
+       * count within the suggestions' limit would never be counted, and every
+       * draft on it would give way to `[]` (decision 0039).
+       */
+      const counting = new Set<string>()
+      const countInBackground = (request: SuggestionsRequest) => {
+        const key = sizeKey(request.organizationId, request.boardId)
+        if (counting.has(key)) return Effect.void
+        counting.add(key)
+        return Effect.asVoid(Effect.forkIn(
+          queries.run(Effect.gen(function*() {
+            // A table under `cacheBoardsFrom` rows (by PostgreSQL's estimate) has no board whose size is kept: nothing to count for.
+            const [table] = yield* sql<{ rows: number }>`SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = to_regclass('posts')`
+            if ((table?.rows ?? 0) < cacheBoardsFrom) return
+            yield* backgroundLimit
+            yield* indexOnly
+            yield* boardSize(request.organizationId, request.boardId)
+          })).pipe(
+            Effect.ignore,
+            Effect.ensuring(Effect.sync(() => void counting.delete(key)))
+          ),
+          scope
+        ))
+      }
+
       /** The board's size: a large board's from the cache, with no transaction; else counted through the index, in a transaction of its own. */
       const countBoard = (request: SuggestionsRequest) =>
         Effect.flatMap(sizes.get(sizeKey(request.organizationId, request.boardId)), (cached) =>
           Option.isSome(cached)
             ? Effect.succeed(cached.value)
-            : queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId))))
+            : queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId))).pipe(
+              Effect.tapError((error) => isTimeout(error) ? countInBackground(request) : Effect.void)
+            ))
 
       /**
        * One statement: each feature's postings (at most `cap`, through the GIN
