@@ -156,7 +156,11 @@ const run = async (size: number) => {
       SUGGESTIONS_MAX_DISTANCE: "2"
     })
     const origin = server.origin
-    const suggest = (draft: { readonly title: string; readonly content: string }) => timeSuggestion(origin, draft)
+    const suggest = (draft: { readonly title: string; readonly content: string }) =>
+      timeSuggestion(origin, draft).then(({ ms, status }) => {
+        if (status !== 200) throw new Error(`POST /suggestions answered ${status}`)
+        return ms
+      })
     // The board's background (decision 0023), measured by the server's calibrator after start-up: the steady state is measured.
     const calibrating = performance.now()
     for (;;) {

@@ -73,6 +73,12 @@ const traceSpansDropped = (attributes: Record<string, string>) =>
     incremental: true,
     attributes
   })
+const suggestionsDegraded = (attributes: Record<string, string>) =>
+  Metric.counter("hearken_suggestions_degraded_total", {
+    description: "Suggestions answered with less than both halves because a statement ran past the suggestions' statement timeout, by what was left: lexical (the semantic half's statement was cancelled) or none (the lexical half's was: the answer is [])",
+    incremental: true,
+    attributes
+  })
 
 /**
  * One metric per label set, made once with its attributes: a request only
@@ -134,6 +140,11 @@ const spanDropReasons: ReadonlyArray<SpanDropReason> = ["queue_full", "timeout",
 export const spansDropped = (reason: SpanDropReason, count: number, context: Context.Context<never>) =>
   spansDroppedOf({ reason }).updateUnsafe(count, context)
 
+const degradedOf = labelled(suggestionsDegraded)
+export type SuggestionsDegradedTo = "lexical" | "none"
+const degradedTos: ReadonlyArray<SuggestionsDegradedTo> = ["lexical", "none"]
+export const suggestionsDegradedTo = (to: SuggestionsDegradedTo) => Metric.update(degradedOf({ to }), 1)
+
 /**
  * A failure's status, should a handler's failure reach this middleware (it is
  * outermost in App.ts, so `http/Edge.ts` has already answered it): an
@@ -174,6 +185,7 @@ export const zeroes = Effect.gen(function*() {
   for (const outcome of ["succeeded", "retry", "failed"] as const) yield* Metric.update(attemptsOf({ outcome }), 0)
   for (const outcome of embeddingsOutcomes) yield* Metric.update(callsOf({ outcome }), 0)
   for (const reason of spanDropReasons) yield* Metric.update(spansDroppedOf({ reason }), 0)
+  for (const to of degradedTos) yield* Metric.update(degradedOf({ to }), 0)
 })
 
 /** With `METRICS_PORT`: the request middleware; without it, nothing (the listener: `MetricsServer.layer`). */

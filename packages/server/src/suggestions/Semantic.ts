@@ -1,11 +1,12 @@
 import { Cause, Context, Effect, Layer, Option } from "effect"
+import { SqlError } from "effect/sql"
 import { createHash } from "node:crypto"
 import * as BoundedCache from "../caching/BoundedCache.js"
 import { EmbeddingRepo, type NearPost } from "../embeddings/EmbeddingRepo.js"
 import { embeddingInput, Embeddings, type Model } from "../embeddings/Embeddings.js"
 import { type Background, exactSearchUpTo, pValue } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
-import { SuggestionQueries } from "./SuggestionQueries.js"
+import { isTimeout, SuggestionQueries } from "./SuggestionQueries.js"
 
 /** Draft embeddings are kept this long: a visitor who types the same words again costs no call. */
 export const draftCacheTtl = "5 minutes"
@@ -53,7 +54,8 @@ export interface NearMatch extends NearPost {
 export class Semantic extends Context.Service<Semantic, {
   /**
    * The matches, closest first; `None` when there is no answer to give:
-   * embeddings not configured, or the API failed or timed out (logged).
+   * embeddings not configured, or the API failed or timed out (logged), or
+   * a statement ran past the suggestions' statement timeout (counted).
    */
   readonly nearest: (query: DraftQuery) => Effect.Effect<Option.Option<ReadonlyArray<NearMatch>>>
 }>()("hearken/Semantic") {
@@ -104,6 +106,8 @@ export class Semantic extends Context.Service<Semantic, {
         effect.pipe(
           // The API's failures are logged where they happen; either way the lexical answer stands.
           Effect.catchTag("EmbeddingsError", () => Effect.succeedNone),
+          // A statement past the suggestions' timeout was cancelled with its own transaction: counted, logged once a minute (decision 0039).
+          Effect.catchIf((error) => SqlError.isSqlError(error) && isTimeout(error), () => Effect.as(queries.gaveWay("lexical"), Option.none())),
           Effect.catchCause((cause) =>
             Cause.hasInterruptsOnly(cause)
               ? Effect.interrupt

@@ -1,5 +1,5 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api/effect"
-import { Context, Effect, Layer, Option } from "effect"
+import { Cause, Clock, Context, Effect, Fiber, Layer, Option } from "effect"
 import * as BoundedCache from "../caching/BoundedCache.js"
 import { ServerConfig } from "../config.js"
 import { Sanitizer } from "../content/Sanitizer.js"
@@ -7,7 +7,7 @@ import { merge, nearLimit } from "./blend.js"
 import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "../lexicon/lexicon.js"
 import { ReadSql } from "../sql/ReadReplica.js"
 import { Semantic } from "./Semantic.js"
-import { SuggestionQueries } from "./SuggestionQueries.js"
+import { isTimeout, SuggestionQueries } from "./SuggestionQueries.js"
 
 /** The most posts one answer suggests. */
 export const maxSuggestions = Limits.suggestions
@@ -105,7 +105,9 @@ export class Suggestions extends Context.Service<Suggestions, {
    * What the widget shows (`POST /suggestions`, docs/api.md: "Routes"): the
    * lexical matches, merged with the nearest posts by meaning that stand out
    * on the board (decision 0023); the lexical matches alone when embeddings
-   * are not configured, fail, time out or find nothing that stands out.
+   * are not configured, fail, time out or find nothing that stands out;
+   * `[]` when a statement of the lexical half runs past the suggestions'
+   * statement timeout (decision 0039).
    */
   readonly suggest: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
   /** The lexical answer alone (decision 0008). */
@@ -152,12 +154,93 @@ export class Suggestions extends Context.Service<Suggestions, {
        */
       const indexOnly = sql`SET LOCAL enable_seqscan = off`
 
+      /**
+       * Lexemes PostgreSQL's statistics of `posts.lexicon` (ANALYZE's most
+       * common elements, their share of the rows, and the table's rows) put in
+       * `tuning.common` posts or more: after a restart or an import, a large
+       * board's common features are known before any draft fetches them
+       * (decision 0039). Lexemes being board-keyed, one list serves every
+       * board. It holds at most ten times the column's statistics target
+       * (10,000, migration 0017): 100,000 lexemes, about 8 MB, on a database
+       * with boards of a million posts, a few on a small one. Reading them
+       * takes about 0.1 s at 100,000 (within the database's statement limit,
+       * not the suggestions'), so a suggestion never waits for it: the
+       * first one after `cacheMs` starts a read in the background, and the
+       * list is replaced once it is in; only the first read after start-up is
+       * waited for. A failed read keeps the last list.
+       */
+      let known: ReadonlySet<string> = new Set()
+      let knownReadAt = -Infinity
+      /** Whether a read has ended (read or failed), and the latest read. */
+      let knownOnce = false
+      let reading: Fiber.Fiber<void> | undefined
+      const scope = yield* Effect.scope
+      /** For the reads in the background: the database's limit (`DATABASE_STATEMENT_TIMEOUT_MS`), not the suggestions'. */
+      const backgroundLimit = sql`SELECT set_config('statement_timeout', ${String(config.databaseStatementTimeoutMs)}, true)`
+      const readKnown = queries.run(
+        Effect.andThen(backgroundLimit, sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
+          JOIN pg_class c ON c.oid = to_regclass('posts')
+          CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
+          WHERE s.schemaname = current_schema() AND s.tablename = 'posts' AND s.attname = 'lexicon'
+            AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${tuning.common}`)
+      ).pipe(
+        Effect.map((rows) => void (known = new Set(rows.map((row) => row.lexeme)))),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.interrupt
+            : Effect.logWarning("Suggestions: could not read the lexicon's statistics; reading them again in a minute", cause)
+        ),
+        Effect.ensuring(Effect.sync(() => void (knownOnce = true)))
+      )
+      /** The list; started here, so never inside a suggestion's transaction (a forked fiber would share its connection). */
+      const knownCommon = Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (now - knownReadAt >= cacheMs) {
+          knownReadAt = now
+          reading = yield* Effect.forkIn(readKnown, scope)
+        }
+        // Until a first read has ended, wait for it: without the list, a large board's first drafts fetch every common feature.
+        if (!knownOnce && reading !== undefined) yield* Fiber.join(reading)
+        return known
+      })
+
+      /**
+       * A board whose count ran past the suggestions' limit is counted again in
+       * the background, within the database's (`DATABASE_STATEMENT_TIMEOUT_MS`),
+       * once at a time, and its size cached as usual (a table of fewer posts
+       * than `cacheBoardsFrom` has no size to keep): else a board too large to
+       * count within the suggestions' limit would never be counted, and every
+       * draft on it would give way to `[]` (decision 0039).
+       */
+      const counting = new Set<string>()
+      const countInBackground = (request: SuggestionsRequest) => {
+        const key = sizeKey(request.organizationId, request.boardId)
+        if (counting.has(key)) return Effect.void
+        counting.add(key)
+        return Effect.asVoid(Effect.forkIn(
+          queries.run(Effect.gen(function*() {
+            // A table under `cacheBoardsFrom` rows (by PostgreSQL's estimate) has no board whose size is kept: nothing to count for.
+            const [table] = yield* sql<{ rows: number }>`SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = to_regclass('posts')`
+            if ((table?.rows ?? 0) < cacheBoardsFrom) return
+            yield* backgroundLimit
+            yield* indexOnly
+            yield* boardSize(request.organizationId, request.boardId)
+          })).pipe(
+            Effect.ignore,
+            Effect.ensuring(Effect.sync(() => void counting.delete(key)))
+          ),
+          scope
+        ))
+      }
+
       /** The board's size: a large board's from the cache, with no transaction; else counted through the index, in a transaction of its own. */
       const countBoard = (request: SuggestionsRequest) =>
         Effect.flatMap(sizes.get(sizeKey(request.organizationId, request.boardId)), (cached) =>
           Option.isSome(cached)
             ? Effect.succeed(cached.value)
-            : queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId))))
+            : queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId))).pipe(
+              Effect.tapError((error) => isTimeout(error) ? countInBackground(request) : Effect.void)
+            ))
 
       /**
        * One statement: each feature's postings (at most `cap`, through the GIN
@@ -210,6 +293,8 @@ export class Suggestions extends Context.Service<Suggestions, {
       const rankText = Effect.fnUntraced(function*(request: SuggestionsRequest, text: string, size?: number) {
         const features = queryFeatures(request.title, text).slice(0, tuning.maxFeatures)
         if (features.length === 0) return []
+        // Outside the transaction below: a read it starts runs in a transaction of its own.
+        const statistics = yield* knownCommon
         // One transaction, one connection of the suggestions' share, for both statements.
         const rows = yield* queries.run(Effect.gen(function*() {
           yield* indexOnly
@@ -221,7 +306,7 @@ export class Suggestions extends Context.Service<Suggestions, {
           let commonTotal = 0
           for (const { feature, weight } of features) {
             const lexeme = `${key}/${feature}`
-            if (Option.isSome(yield* common.get(lexeme))) commonTotal += weight * idf(n, Math.min(cap, n))
+            if (statistics.has(lexeme) || Option.isSome(yield* common.get(lexeme))) commonTotal += weight * idf(n, Math.min(cap, n))
             else fetch.push({ lexeme, weight })
           }
           if (fetch.length === 0) return []
@@ -234,21 +319,23 @@ export class Suggestions extends Context.Service<Suggestions, {
             ? []
             : [{ match: new SuggestionMatch({ id: row.id, title: row.title!, excerpt: row.excerpt!, slug: row.slug! }), coverage: row.coverage }]
         )
-      }, Effect.orDie)
+      })
 
-      const rank = Effect.fn("Suggestions.rank")((request: SuggestionsRequest) => rankText(request, sanitizer.text(request.content)))
+      const rank = Effect.fn("Suggestions.rank")((request: SuggestionsRequest) =>
+        Effect.orDie(rankText(request, sanitizer.text(request.content)))
+      )
 
       /** The lexical answer from the ranking. */
       const shownOf = (ranked: ReadonlyArray<Ranked>) => select(ranked).slice(0, maxSuggestions).map((r) => r.match)
 
       const lexical = Effect.fn("Suggestions.lexical")((request: SuggestionsRequest) =>
-        Effect.map(rankText(request, sanitizer.text(request.content)), shownOf)
+        Effect.map(Effect.orDie(rankText(request, sanitizer.text(request.content))), shownOf)
       )
 
       // The board first, cheaply: an unknown, private or other organization's board costs no embeddings call (decision 0025).
       // Then both halves at once: the answer takes the longer of the two, never their sum.
-      const suggest = Effect.fn("Suggestions.suggest")(function*(request: SuggestionsRequest) {
-        const size = yield* Effect.orDie(countBoard(request))
+      const both = Effect.fnUntraced(function*(request: SuggestionsRequest) {
+        const size = yield* countBoard(request)
         if (size === 0) return []
         const text = sanitizer.text(request.content)
         const [ranked, meaning] = yield* Effect.all([
@@ -264,6 +351,22 @@ export class Suggestions extends Context.Service<Suggestions, {
         const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions, config.suggestionsMaxDistance)
         return ids.map((id) => matches.get(id)!)
       })
+
+      /**
+       * A statement of the lexical half (the board's size, the search) past
+       * the suggestions' timeout gives way to `[]`: it was cancelled and its
+       * transaction rolled back, and the semantic half is interrupted; it
+       * would cost more. The semantic half's own timeouts give way to the
+       * lexical answer (`Semantic.ts`). Either is counted and logged at most
+       * once a minute (decision 0039). Any other database failure stays a 500.
+       */
+      const suggest = Effect.fn("Suggestions.suggest")((request: SuggestionsRequest) =>
+        both(request).pipe(
+          Effect.catchTag("SqlError", (error) =>
+            isTimeout(error) ? Effect.as(queries.gaveWay("none"), []) : Effect.die(error)
+          )
+        )
+      )
 
       return Suggestions.of({ suggest, lexical, rank })
     })

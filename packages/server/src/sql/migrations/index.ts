@@ -15,6 +15,7 @@ import embeddingCalibrations from "./0013_embedding_calibrations.js"
 import calibrationPerOrganization from "./0014_calibration_per_organization.js"
 import webhookReadyQueues from "./0015_webhook_ready_queues.js"
 import webhookPreviousSecrets from "./0016_webhook_previous_secrets.js"
+import lexiconStatistics from "./0017_lexicon_statistics.js"
 
 /** Migrations in id order; a new one is a new numbered file added here. */
 export const loader = Migrator.fromRecord({
@@ -33,5 +34,6 @@ export const loader = Migrator.fromRecord({
   "0013_embedding_calibrations": embeddingCalibrations,
   "0014_calibration_per_organization": calibrationPerOrganization,
   "0015_webhook_ready_queues": webhookReadyQueues,
-  "0016_webhook_previous_secrets": webhookPreviousSecrets
+  "0016_webhook_previous_secrets": webhookPreviousSecrets,
+  "0017_lexicon_statistics": lexiconStatistics
 })
