@@ -17,6 +17,7 @@ import {
   stop
 } from "./support/replication.js"
 import { getJson, postJson, writeFixtureFile } from "./support/server.js"
+import { startPgBouncer } from "./support/pgbouncer.js"
 import { type ProxyMode, startProxy } from "./support/tcp-proxy.js"
 import { eventually } from "./support/wait.js"
 
@@ -274,16 +275,31 @@ describe("a replica that is down", () => {
  */
 describe("a replica that fails on connections already open (through a TCP proxy)", () => {
   const statementTimeoutMs = 1000
-  const fallsBack = async (mode: Exclude<ProxyMode, "forward">, reason: RegExp, extra: Record<string, string> = {}) => {
+  const fallsBack = async (
+    mode: Exclude<ProxyMode, "forward">,
+    reason: RegExp,
+    extra: Record<string, string> = {},
+    through: "proxy" | "pgbouncer" = "proxy"
+  ) => {
     const proxy = await startProxy({ host: "127.0.0.1", port: Number(replication.replicaPort) })
+    // Hearken, then (with "pgbouncer") a PgBouncer of the test's own, then the proxy, then the replica.
+    const pooler = through === "pgbouncer" ? await startPgBouncer(proxy.port).catch(async (error) => {
+      await proxy.close()
+      throw error
+    }) : undefined
+    const readPort = pooler?.port ?? proxy.port
     const port = await freePort()
-    const readUrl = db.readUrl.replace(`127.0.0.1:${replication.replicaPort}/`, `127.0.0.1:${proxy.port}/`)
+    const readUrl = db.readUrl.replace(`127.0.0.1:${replication.replicaPort}/`, `127.0.0.1:${readPort}/`)
     expect(readUrl).not.toBe(db.readUrl)
     const proxied = await processes.start({
       DATABASE_READ_URL: readUrl,
       DATABASE_STATEMENT_TIMEOUT_MS: String(statementTimeoutMs),
       METRICS_PORT: String(port),
       ...extra
+    }).catch(async (error) => {
+      await pooler?.stop()
+      await proxy.close()
+      throw error
     })
     const on = `${proxied.origin}/api/widget/v1`
     const text = async () => {
@@ -323,7 +339,7 @@ describe("a replica that fails on connections already open (through a TCP proxy)
       const warned = lines("unavailable")
       expect(warned).toHaveLength(1)
       expect(warned[0]!.level).toBe("WARN")
-      expect(warned[0]!.message).toMatch(new RegExp(`^Read replica 127\\.0\\.0\\.1:${proxy.port} unavailable \\(.+\\): reads go to the primary until it answers again$`))
+      expect(warned[0]!.message).toMatch(new RegExp(`^Read replica 127\\.0\\.0\\.1:${readPort} unavailable \\(.+\\): reads go to the primary until it answers again$`))
       expect(warned[0]!.message).toMatch(reason)
       expect(sample(await text(), "hearken_db_replica_up")).toBe(0)
       // The suggestion's transaction ran again on the primary: its semantic half did not fail.
@@ -336,13 +352,14 @@ describe("a replica that fails on connections already open (through a TCP proxy)
         return (await readsOnProxied("replica")) > before || undefined
       }, { timeoutMs: 30_000 })
       expect(lines("Read replica").map((l) => [l.level, l.message.replace(/ \(.*\)/, "")])).toEqual([
-        ["WARN", `Read replica 127.0.0.1:${proxy.port} unavailable: reads go to the primary until it answers again`],
-        ["INFO", `Read replica 127.0.0.1:${proxy.port} answers again: reads go to it`]
+        ["WARN", `Read replica 127.0.0.1:${readPort} unavailable: reads go to the primary until it answers again`],
+        ["INFO", `Read replica 127.0.0.1:${readPort} answers again: reads go to it`]
       ])
       expect(sample(await text(), "hearken_db_replica_up")).toBe(1)
       await allThree()
     } finally {
       await processes.stop(proxied)
+      await pooler?.stop()
       await proxy.close()
     }
   }
@@ -358,6 +375,12 @@ describe("a replica that fails on connections already open (through a TCP proxy)
       DATABASE_POOL_MODE: "transaction",
       DATABASE_DIRECT_URL: db.url
     }), 90_000)
+
+  it("blackholed behind a real PgBouncer (transaction mode): it keeps the login, the read waits for the deadline, then runs on the primary", () =>
+    fallsBack("blackhole", new RegExp(`no answer within ${statementTimeoutMs + ReadReplica.deadlineMarginMs} ms`), {
+      DATABASE_POOL_MODE: "transaction",
+      DATABASE_DIRECT_URL: db.url
+    }, "pgbouncer"), 90_000)
 })
 
 describe("with DATABASE_POOL_MODE=transaction (as behind PgBouncer)", () => {
