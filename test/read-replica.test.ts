@@ -1,4 +1,4 @@
-import { ConfigProvider, Effect, Exit, Layer, Scope } from "effect"
+import { ConfigProvider, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../packages/server/dist/config.js"
 import * as Database from "../packages/server/dist/sql/Database.js"
@@ -10,12 +10,15 @@ import {
   checkReplication,
   createReplicatedDatabase,
   pauseReplay,
+  replication,
   type ReplicatedDatabase,
   resumeReplay,
   start,
   stop
 } from "./support/replication.js"
 import { getJson, postJson, writeFixtureFile } from "./support/server.js"
+import { startPgBouncer } from "./support/pgbouncer.js"
+import { type ProxyMode, startProxy } from "./support/tcp-proxy.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -262,6 +265,124 @@ describe("a replica that is down", () => {
   })
 })
 
+/**
+ * A replica that dies without closing its sockets, or whose connections are reset, fails the reads
+ * on connections the pool already holds (not when one is opened): each such read runs again, whole,
+ * on the primary. Between Hearken and the replica, a TCP proxy (test/support/tcp-proxy.ts) that a
+ * test switches to a blackhole (nothing goes through, sockets stay open) or to resetting. The
+ * statement timeout is 1 s here, so a read waits at most 2 s (the timeout and `deadlineMarginMs`)
+ * for a replica that does not answer.
+ */
+describe("a replica that fails on connections already open (through a TCP proxy)", () => {
+  const statementTimeoutMs = 1000
+  const fallsBack = async (
+    mode: Exclude<ProxyMode, "forward">,
+    reason: RegExp,
+    extra: Record<string, string> = {},
+    through: "proxy" | "pgbouncer" = "proxy"
+  ) => {
+    const proxy = await startProxy({ host: "127.0.0.1", port: Number(replication.replicaPort) })
+    // Hearken, then (with "pgbouncer") a PgBouncer of the test's own, then the proxy, then the replica.
+    const pooler = through === "pgbouncer" ? await startPgBouncer(proxy.port).catch(async (error) => {
+      await proxy.close()
+      throw error
+    }) : undefined
+    const readPort = pooler?.port ?? proxy.port
+    const port = await freePort()
+    const readUrl = db.readUrl.replace(`127.0.0.1:${replication.replicaPort}/`, `127.0.0.1:${readPort}/`)
+    expect(readUrl).not.toBe(db.readUrl)
+    const proxied = await processes.start({
+      DATABASE_READ_URL: readUrl,
+      DATABASE_STATEMENT_TIMEOUT_MS: String(statementTimeoutMs),
+      METRICS_PORT: String(port),
+      ...extra
+    }).catch(async (error) => {
+      await pooler?.stop()
+      await proxy.close()
+      throw error
+    })
+    const on = `${proxied.origin}/api/widget/v1`
+    const text = async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`)
+      expect(res.status).toBe(200)
+      return res.text()
+    }
+    const readsOnProxied = async (target: "replica" | "primary") => sample(await text(), "hearken_db_reads_total", `target="${target}"`) ?? 0
+    const lines = (words: string) =>
+      proxied.stdout().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: string; message: string })
+        .filter((l) => typeof l.message === "string" && l.message.includes(words))
+    /** `/boards`, `/updates` and suggestions (by meaning too): each 200, with its rows. */
+    const allThree = async () => {
+      const b = await getJson(`${on}/boards?organizationId=org_acme`)
+      expect(b.status).toBe(200)
+      expect(ids(b.body)).toContain("b_feat")
+      const u = await getJson(`${on}/updates?organizationId=org_acme`)
+      expect(u.status).toBe(200)
+      expect(ids(u.body)).toEqual(["u_first"])
+      const s = await postJson(`${on}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "" })
+      expect(s.status).toBe(200)
+      expect(ids(s.body)).toEqual(["p_dark"])
+    }
+    try {
+      // Connections to the replica, open and idle in the pool: what a lost host leaves behind.
+      const replicaBefore = await readsOnProxied("replica")
+      for (let i = 0; i < 3; i++) await allThree()
+      expect(await readsOnProxied("replica")).toBeGreaterThanOrEqual(replicaBefore + 9)
+      expect(sample(await text(), "hearken_db_replica_up")).toBe(1)
+      expect(lines("Read replica")).toEqual([])
+
+      const primaryBefore = await readsOnProxied("primary")
+      // The reads first: a scrape reads the replica's lag, which would find the failure before them.
+      proxy.set(mode)
+      for (let i = 0; i < 3; i++) await allThree()
+      expect(await readsOnProxied("primary")).toBeGreaterThanOrEqual(primaryBefore + 9)
+      const warned = lines("unavailable")
+      expect(warned).toHaveLength(1)
+      expect(warned[0]!.level).toBe("WARN")
+      expect(warned[0]!.message).toMatch(new RegExp(`^Read replica 127\\.0\\.0\\.1:${readPort} unavailable \\(.+\\): reads go to the primary until it answers again$`))
+      expect(warned[0]!.message).toMatch(reason)
+      expect(sample(await text(), "hearken_db_replica_up")).toBe(0)
+      // The suggestion's transaction ran again on the primary: its semantic half did not fail.
+      expect(lines("Semantic suggestions failed")).toEqual([])
+
+      proxy.set("forward")
+      await eventually("reads on the replica again", async () => {
+        const before = await readsOnProxied("replica")
+        expect((await getJson(`${on}/boards?organizationId=org_acme`)).status).toBe(200)
+        return (await readsOnProxied("replica")) > before || undefined
+      }, { timeoutMs: 30_000 })
+      expect(lines("Read replica").map((l) => [l.level, l.message.replace(/ \(.*\)/, "")])).toEqual([
+        ["WARN", `Read replica 127.0.0.1:${readPort} unavailable: reads go to the primary until it answers again`],
+        ["INFO", `Read replica 127.0.0.1:${readPort} answers again: reads go to it`]
+      ])
+      expect(sample(await text(), "hearken_db_replica_up")).toBe(1)
+      await allThree()
+    } finally {
+      await processes.stop(proxied)
+      await pooler?.stop()
+      await proxy.close()
+    }
+  }
+
+  it("blackholed (a lost host, a partition): a read waits for the deadline, then runs on the primary", () =>
+    fallsBack("blackhole", new RegExp(`no answer within ${statementTimeoutMs + ReadReplica.deadlineMarginMs} ms`)), 90_000)
+
+  it("its connections reset: the read that meets the reset runs again on the primary", () =>
+    fallsBack("reset", /\(PgConnection: (Socket error|Connection closed)\)/), 90_000)
+
+  it("blackholed with DATABASE_POOL_MODE=transaction (a pooler that accepted the login, then waits for a server)", () =>
+    fallsBack("blackhole", new RegExp(`no answer within ${statementTimeoutMs + ReadReplica.deadlineMarginMs} ms`), {
+      DATABASE_POOL_MODE: "transaction",
+      DATABASE_DIRECT_URL: db.url
+    }), 90_000)
+
+  it("blackholed behind a real PgBouncer (transaction mode): it keeps the login, the read waits for the deadline, then runs on the primary", () =>
+    fallsBack("blackhole", new RegExp(`no answer within ${statementTimeoutMs + ReadReplica.deadlineMarginMs} ms`), {
+      DATABASE_POOL_MODE: "transaction",
+      DATABASE_DIRECT_URL: db.url
+    }, "pgbouncer"), 90_000)
+})
+
 describe("with DATABASE_POOL_MODE=transaction (as behind PgBouncer)", () => {
   it("reads on the replica through the pooled client, and served with the primary stopped", async () => {
     const port = await freePort()
@@ -288,27 +409,27 @@ describe("with DATABASE_POOL_MODE=transaction (as behind PgBouncer)", () => {
   }, 60_000)
 })
 
-describe("one server per answer (ReadSql.oneServer)", () => {
-  /** The reads' client in this process, on the pair. */
-  const withReads = async <A>(f: (reads: ReadReplica.ReadSql["Service"]) => Effect.Effect<A, unknown>) => {
-    const provider = ConfigProvider.fromEnv({ env: { DATABASE_URL: db.url, DATABASE_READ_URL: db.readUrl, LOG_LEVEL: "none" } })
-    const layer = ReadReplica.layer.pipe(
-      Layer.provideMerge(Database.layer),
-      Layer.provide(ServerConfig.layer),
-      Layer.provide(ConfigProvider.layer(provider))
-    )
-    const scope = Effect.runSync(Scope.make())
-    try {
-      const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-      return await Effect.runPromise(ReadReplica.ReadSql.use(f).pipe(Effect.provide(context)))
-    } finally {
-      await Effect.runPromise(Scope.close(scope, Exit.void))
-    }
+/** The reads' client in this process, on the pair. */
+const withReads = async <A>(f: (reads: ReadReplica.ReadSql["Service"]) => Effect.Effect<A, unknown>) => {
+  const provider = ConfigProvider.fromEnv({ env: { DATABASE_URL: db.url, DATABASE_READ_URL: db.readUrl, LOG_LEVEL: "none" } })
+  const layer = ReadReplica.layer.pipe(
+    Layer.provideMerge(Database.layer),
+    Layer.provide(ServerConfig.layer),
+    Layer.provide(ConfigProvider.layer(provider))
+  )
+  const scope = Effect.runSync(Scope.make())
+  try {
+    const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+    return await Effect.runPromise(ReadReplica.ReadSql.use(f).pipe(Effect.provide(context)))
+  } finally {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
   }
-  const standby = (reads: ReadReplica.ReadSql["Service"]) =>
-    Effect.map(reads.client<{ standby: boolean }>`SELECT pg_is_in_recovery() AS standby`, ([row]) => row!.standby)
-  const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+}
+const standby = (reads: ReadReplica.ReadSql["Service"]) =>
+  Effect.map(reads.client<{ standby: boolean }>`SELECT pg_is_in_recovery() AS standby`, ([row]) => row!.standby)
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
+describe("one server per answer (ReadSql.oneServer)", () => {
   it("a run begun on the primary stays there when the replica answers again; a run begun on the replica moves to the primary when it fails", async () => {
     const seen = await withReads((reads) =>
       Effect.gen(function*() {
@@ -329,4 +450,41 @@ describe("one server per answer (ReadSql.oneServer)", () => {
     )
     expect(seen).toEqual({ first: true, began: false, moved: false, stayed: false, stayedMoved: false, fresh: true })
   }, 60_000)
+})
+
+describe("what a read's failure on the replica means (ReadSql's client, in this process)", () => {
+  it("a read's own statement timeout (57014) and a statement's own error stay its own: not run again, the replica still up", async () => {
+    const seen = await withReads((reads) =>
+      Effect.gen(function*() {
+        const timedOut = yield* reads.client.withTransaction(
+          Effect.andThen(reads.client`SELECT set_config('statement_timeout', '50', true)`, reads.client`SELECT pg_sleep(2)`)
+        ).pipe(Effect.flip)
+        const bad = yield* reads.client`SELECT * FROM no_such_table`.pipe(Effect.flip)
+        const up = yield* Option.getOrThrow(reads.replica).up
+        return { timedOut: timedOut.reason._tag, bad: bad.reason._tag, up }
+      })
+    )
+    expect(seen).toEqual({ timedOut: "StatementTimeoutError", bad: "SqlSyntaxError", up: true })
+  }, 30_000)
+
+  it("a statement the replica ends (pg_terminate_backend: 57P01, as a shutdown) runs again on the primary", async () => {
+    const seen = await withReads((reads) =>
+      Effect.gen(function*() {
+        const read = yield* Effect.forkChild(
+          reads.client<{ standby: boolean }>`SELECT pg_is_in_recovery() AS standby, pg_sleep(1) IS NULL AS terminated_here`
+        )
+        yield* promise(() =>
+          eventually("the read ended on the replica", async () => {
+            const [row] = await db.query<{ n: number }>("replica", (sql) =>
+              sql`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+                  WHERE query LIKE '%terminated_here%' AND pid <> pg_backend_pid()`)
+            return row!.n > 0 || undefined
+          })
+        )
+        const [row] = yield* Fiber.join(read)
+        return { standby: row!.standby }
+      })
+    )
+    expect(seen).toEqual({ standby: false })
+  }, 30_000)
 })
