@@ -153,7 +153,8 @@ describe("reads on the replica", () => {
       // The replica's gauges are read on the replica.
       const text = await scrape()
       expect(sample(text, "hearken_db_replica_up")).toBe(1)
-      expect(sample(text, "hearken_db_replica_lag_seconds")).toBeGreaterThanOrEqual(0)
+      // It has nothing to stream from: the gauge that tells a replica falling behind with a lag of 0.
+      await eventually("the replica not streaming", async () => sample(await scrape(), "hearken_db_replica_streaming") === 0 || undefined)
     } finally {
       await start("primary")
     }
@@ -467,6 +468,33 @@ describe("what a read's failure on the replica means (ReadSql's client, in this 
     expect(seen).toEqual({ timedOut: "StatementTimeoutError", bad: "SqlSyntaxError", up: true })
   }, 30_000)
 
+  it("a recovery conflict (40001) runs the read again on the primary, and the replica stays up for the others", async () => {
+    await db.query("primary", (sql) =>
+      sql`CREATE OR REPLACE FUNCTION hearken_test_conflict_on_standby() RETURNS boolean LANGUAGE plpgsql AS $$
+        BEGIN
+          IF pg_is_in_recovery() THEN
+            RAISE EXCEPTION 'canceling statement due to conflict with recovery' USING ERRCODE = '40001';
+          END IF;
+          RETURN true;
+        END $$`)
+    await eventually("the function on the replica", async () => {
+      const [row] = await db.query<{ there: boolean }>("replica", (sql) =>
+        sql`SELECT to_regproc('hearken_test_conflict_on_standby') IS NOT NULL AS there`)
+      return row!.there || undefined
+    })
+    const seen = await withReads((reads) =>
+      Effect.gen(function*() {
+        // As a hot standby cancels a query whose rows replay must remove: the same SQLSTATE, on the standby only.
+        const [row] = yield* reads.client<{ standby: boolean }>`SELECT pg_is_in_recovery() AS standby FROM (SELECT 1) AS one
+          WHERE hearken_test_conflict_on_standby()`
+        const up = yield* Option.getOrThrow(reads.replica).up
+        const next = yield* standby(reads)
+        return { standby: row!.standby, up, next }
+      })
+    )
+    expect(seen).toEqual({ standby: false, up: true, next: true })
+  }, 30_000)
+
   it("a statement the replica ends (pg_terminate_backend: 57P01, as a shutdown) runs again on the primary", async () => {
     const seen = await withReads((reads) =>
       Effect.gen(function*() {
@@ -487,4 +515,30 @@ describe("what a read's failure on the replica means (ReadSql's client, in this 
     )
     expect(seen).toEqual({ standby: false })
   }, 30_000)
+})
+
+// Last: it rewrites the replica's primary_conninfo, and the replica needs a moment to stream again.
+describe("a replica that stops receiving", () => {
+  it("a replica that stops receiving shows in hearken_db_replica_streaming, not in its lag, and streams again once told where from", async () => {
+    const [setting] = await db.query<{ conninfo: string }>("replica", (sql) => sql`SELECT current_setting('primary_conninfo') AS conninfo`)
+    const conninfo = setting!.conninfo
+    expect(conninfo).toMatch(/port=5434/)
+    expect(sample(await scrape(), "hearken_db_replica_streaming")).toBe(1)
+    try {
+      await db.query("replica", (sql) => sql`ALTER SYSTEM SET primary_conninfo = ''`)
+      await db.query("replica", (sql) => sql`SELECT pg_reload_conf()`)
+      await eventually("the replica not streaming", async () => sample(await scrape(), "hearken_db_replica_streaming") === 0 || undefined)
+      // A write it does not receive: its own lag still reads 0, all it received being replayed.
+      expect((await feedback("Written while the replica does not listen")).status).toBe(200)
+      const text = await scrape()
+      expect(sample(text, "hearken_db_replica_lag_bytes")).toBe(0)
+      expect(sample(text, "hearken_db_replica_up")).toBe(1)
+    } finally {
+      await db.query("replica", (sql) => sql.unsafe(`ALTER SYSTEM SET primary_conninfo = '${conninfo.replaceAll("'", "''")}'`))
+      await db.query("replica", (sql) => sql`SELECT pg_reload_conf()`)
+    }
+    await eventually("the replica streaming again", async () => sample(await scrape(), "hearken_db_replica_streaming") === 1 || undefined, {
+      timeoutMs: 30_000
+    })
+  })
 })

@@ -44,6 +44,9 @@ const replicaUp = Metric.gauge("hearken_db_replica_up", {
 const replicaLagSeconds = Metric.gauge("hearken_db_replica_lag_seconds", {
   description: "The read replica's replay lag: 0 when it has replayed all the WAL it received, else the age of the last transaction it replayed (an upper bound); its last value while the replica cannot be read"
 })
+const replicaStreaming = Metric.gauge("hearken_db_replica_streaming", {
+  description: "1 while the read replica's WAL receiver streams from the primary, 0 when it has stopped (its lag then reads 0 while it falls behind); its last value while the replica cannot be read"
+})
 const replicaLagBytes = Metric.gauge("hearken_db_replica_lag_bytes", {
   description: "WAL the read replica has received from the primary but not replayed yet, in bytes; its last value while the replica cannot be read"
 })
@@ -71,6 +74,7 @@ export class Gauges extends Context.Service<Gauges, {
           if (Option.isSome(lag)) {
             yield* Metric.update(replicaLagSeconds, lag.value.seconds)
             yield* Metric.update(replicaLagBytes, lag.value.bytes)
+            yield* Metric.update(replicaStreaming, lag.value.streaming ? 1 : 0)
           }
           yield* Metric.update(replicaUp, (yield* replica.value.up) ? 1 : 0)
         }

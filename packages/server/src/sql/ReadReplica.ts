@@ -12,10 +12,16 @@ export type ReadTarget = "replica" | "primary"
 /** While the replica is down, it is asked this often whether it answers again. */
 export const probeInterval = "1 second"
 
-/** How far the replica's replay is behind what it has received from the primary. */
+/** How far the replica's replay is behind what it has received from the primary, and whether it still receives. */
 export interface ReplicaLag {
   readonly seconds: number
   readonly bytes: number
+  /**
+   * Whether its WAL receiver is streaming from the primary. A replica that
+   * stopped receiving soon replays all it had, and its lag reads 0 while it
+   * falls behind: this is what tells.
+   */
+  readonly streaming: boolean
 }
 
 export interface Replica {
@@ -71,7 +77,10 @@ const lagOf = (sql: SqlClient.SqlClient) =>
       greatest(coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()), 0), 0)::float8 AS bytes,
       CASE WHEN coalesce(pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn(), false)
         THEN greatest(coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0), 0)
-        ELSE 0 END::float8 AS seconds`.pipe(Effect.map(([row]) => ({ seconds: row?.seconds ?? 0, bytes: row?.bytes ?? 0 })))
+        ELSE 0 END::float8 AS seconds,
+      EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') AS streaming`.pipe(
+    Effect.map(([row]) => ({ seconds: row?.seconds ?? 0, bytes: row?.bytes ?? 0, streaming: row?.streaming ?? false }))
+  )
 
 const hostOf = (url: Redacted.Redacted) => {
   try {
@@ -108,6 +117,19 @@ export const replicaFault = (error: SqlError.SqlError): boolean => {
   const code = (error.reason.cause as { readonly code?: unknown } | undefined)?.code
   if (typeof code !== "string" || code === "57014") return false
   return ["57", "40", "53", "58"].includes(code.slice(0, 2))
+}
+
+/**
+ * Whether a replica's fault (`replicaFault`) says the replica is gone, and
+ * every read should leave it until it answers again: its connection, the
+ * server going away or refusing work (57), its resources as a whole (58), a
+ * hang past the deadline. A recovery conflict (40) or one query out of memory
+ * (53) is that query's bad luck on a healthy standby: the read runs again on
+ * the primary, and the others stay on the replica.
+ */
+export const replicaGone = (error: SqlError.SqlError): boolean => {
+  const code = (error.reason.cause as { readonly code?: unknown } | undefined)?.code
+  return typeof code !== "string" || !["40", "53"].includes(code.slice(0, 2))
 }
 
 /**
@@ -191,8 +213,8 @@ class Attempt extends Context.Service<Attempt, { connection: ReplicaConnection |
  * one that cannot be had marks it down, with one log line saying why, and
  * the statement runs on the primary. A statement, or a transaction, that
  * fails on the replica for the replica's sake (`replicaFault`, a hang past
- * `deadlineMs` included) marks it down the same way and is run again, whole,
- * on the primary. While down, reads go to the primary and the replica is
+ * `deadlineMs` included) is run again, whole, on the primary, and marks the
+ * replica down the same way when it says the replica is gone (`replicaGone`). While down, reads go to the primary and the replica is
  * probed every `probeInterval`; the first answer brings the reads back, with
  * one line.
  */
@@ -204,6 +226,9 @@ const routing = Effect.fnUntraced(function*(primary: SqlClient.SqlClient, replic
       up = false
       return Effect.logWarning(`Read replica ${name} unavailable (${error.message}): reads go to the primary until it answers again`)
     })
+  /** A read failed on the replica for the replica's sake: down if the replica is gone, else only this read moves. */
+  const failed = (fault: SqlError.SqlError) =>
+    replicaGone(fault) ? down(fault) : Effect.logDebug(`Read replica ${name}: a read runs again on the primary (${fault.message})`)
   /** A connection had from `target`: counted, and the run it is pinned to (if any) is on `target` now. */
   const counted = (target: ReadTarget, pinned: Option.Option<Pinned["Service"]>) =>
   <E, R>(connection: Effect.Effect<SqlConnection.Connection, E, R>) =>
@@ -246,7 +271,7 @@ const routing = Effect.fnUntraced(function*(primary: SqlClient.SqlClient, replic
         Effect.map(Effect.exit(f(connection)), (exit) => ({ exit, connection })))),
       ({ connection, exit }) => {
         if (!(connection instanceof ReplicaConnection) || !failedOnReplica(exit, connection)) return exit
-        return Effect.andThen(down(connection.fault!), againOnPrimary(Effect.scoped(Effect.flatMap(acquire, f))))
+        return Effect.andThen(failed(connection.fault!), againOnPrimary(Effect.scoped(Effect.flatMap(acquire, f))))
       }
     )
 
@@ -257,7 +282,8 @@ const routing = Effect.fnUntraced(function*(primary: SqlClient.SqlClient, replic
         up = true
         return Effect.logInfo(`Read replica ${name} answers again: reads go to it`)
       })),
-      Effect.ignore
+      // Whatever ends a probe, failure or defect, the next one runs: a loop that died would keep the reads off the replica for good.
+      Effect.catchCause((cause) => Effect.logDebug(`Read replica ${name}: probe failed`, cause))
     )
   )
   yield* Effect.forkScoped(Effect.repeat(probe, Schedule.spaced(probeInterval)))
@@ -280,7 +306,7 @@ const routing = Effect.fnUntraced(function*(primary: SqlClient.SqlClient, replic
       const attempt = Attempt.of({ connection: undefined })
       return Effect.flatMap(Effect.exit(Effect.provideService(inTransaction(effect), Attempt, attempt)), (exit) =>
         failedOnReplica(exit, attempt.connection)
-          ? Effect.andThen(down(attempt.connection!.fault!), againOnPrimary(inTransaction(effect)))
+          ? Effect.andThen(failed(attempt.connection!.fault!), againOnPrimary(inTransaction(effect)))
           : exit)
     })
   ;(client as { withTransaction: SqlClient.SqlClient["withTransaction"] }).withTransaction = withTransaction
@@ -294,7 +320,7 @@ const routing = Effect.fnUntraced(function*(primary: SqlClient.SqlClient, replic
       up
         ? lagOf(direct).pipe(
           Effect.map(Option.some),
-          Effect.catch((error) => Effect.as(down(error), Option.none()))
+          Effect.catch((error) => Effect.as(replicaFault(error) ? failed(error) : Effect.void, Option.none()))
         )
         : Effect.succeedNone
     )
