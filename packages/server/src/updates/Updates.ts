@@ -1,5 +1,5 @@
 import { Update } from "@hearken/api/effect"
-import { Array as Arr, Context, Effect, Layer, Option, Schema } from "effect"
+import { Array as Arr, Context, Effect, Layer, Option, Schema, Semaphore } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Sanitizer, sanitizerVersion } from "../content/Sanitizer.js"
 import { ReadSql } from "../sql/ReadReplica.js"
@@ -49,10 +49,15 @@ export class Updates extends Context.Service<Updates, {
       const sql = yield* SqlClient.SqlClient
       const { client: reads, replica } = yield* ReadSql
       const sanitizer = yield* Sanitizer
+      // Keeping in the background (with a replica): one write at a time, owned by this layer, so
+      // that a slow or absent primary cannot pile them up, and none outlives the server.
+      const scope = yield* Effect.scope
+      const keeping = yield* Semaphore.make(1)
 
       /**
        * Keeps what was sanitized (migration 0008), on the primary; a failure only means sanitizing
-       * again next time. Read from a replica, the answer does not wait for it: the primary may be down.
+       * again next time. Read from a replica, the answer does not wait for it: the primary may be
+       * down. Then, while one keep is under way, another is skipped: it only fills a cache.
        */
       const keep = (rows: Array<{ update_id: string; source_hash: string; html: string }>) =>
         !Arr.isArrayNonEmpty(rows) ? Effect.void : sql`INSERT INTO update_html ${
@@ -62,7 +67,8 @@ export class Updates extends Context.Service<Updates, {
           SET source_hash = EXCLUDED.source_hash, sanitizer = EXCLUDED.sanitizer, html = EXCLUDED.html`.pipe(
           Effect.catchCause((cause) => Effect.logDebug("Could not keep sanitized changelog content", cause)),
           Effect.asVoid,
-          (keeping) => Option.isSome(replica) ? Effect.asVoid(Effect.forkDetach(keeping)) : keeping
+          (keep) =>
+            Option.isSome(replica) ? Effect.asVoid(Effect.forkIn(keeping.withPermitsIfAvailable(1)(keep), scope)) : keep
         )
 
       const Request = Schema.Struct({
