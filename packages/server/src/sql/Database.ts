@@ -221,7 +221,7 @@ const makePooledClient = (
  * whatever the URL holds. They are the URL's own values, so the connection
  * is the same.
  */
-const namedBy = (raw: string): { host?: string; port?: number; database?: string } => {
+export const namedBy = (raw: string): { host?: string; port?: number; database?: string } => {
   try {
     const url = new URL(raw)
     const host = decodeURIComponent(url.hostname.replace(/^\[(.*)\]$/, "$1"))

@@ -4,7 +4,7 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError } from "effect/sql"
 import { ServerConfig } from "../config.js"
 import { labelled } from "../observability/Metrics.js"
-import { clientOn, commit } from "./Database.js"
+import { clientOn, commit, namedBy } from "./Database.js"
 
 /** The server a read ran on. */
 export type ReadTarget = "replica" | "primary"
@@ -82,13 +82,10 @@ const lagOf = (sql: SqlClient.SqlClient) =>
     Effect.map(([row]) => ({ seconds: row?.seconds ?? 0, bytes: row?.bytes ?? 0, streaming: row?.streaming ?? false }))
   )
 
+/** `host:port` of a URL, for the log lines and the spans (the URL's own values: no credentials). */
 const hostOf = (url: Redacted.Redacted) => {
-  try {
-    const parsed = new URL(Redacted.value(url))
-    return `${decodeURIComponent(parsed.hostname)}${parsed.port === "" ? "" : `:${parsed.port}`}`
-  } catch {
-    return "DATABASE_READ_URL"
-  }
+  const { host, port } = namedBy(Redacted.value(url))
+  return host === undefined ? "DATABASE_READ_URL" : `${host}${port === undefined ? "" : `:${port}`}`
 }
 
 /**
