@@ -1,13 +1,23 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Logger } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
+import { mkdtemp, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { gaveWayLog } from "../packages/server/dist/suggestions/SuggestionQueries.js"
+import { ServerConfig } from "../packages/server/dist/config.js"
+import { Sanitizer } from "../packages/server/dist/content/Sanitizer.js"
+import * as Database from "../packages/server/dist/sql/Database.js"
+import * as ReadReplica from "../packages/server/dist/sql/ReadReplica.js"
+import { Semantic } from "../packages/server/dist/suggestions/Semantic.js"
+import { gaveWayLog, SuggestionQueries } from "../packages/server/dist/suggestions/SuggestionQueries.js"
+import { Suggestions } from "../packages/server/dist/suggestions/Suggestions.js"
+import { createDatabase, type TestDatabase } from "./support/database.js"
 import { startFakeEmbeddings } from "./support/embeddings.js"
 import { holdLock } from "./support/faults.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { freePort } from "./support/net.js"
-import type { ServerProcess } from "./support/process.js"
+import { seedScript, spawnScript, type ServerProcess } from "./support/process.js"
 import { postJson, useServerProcesses } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
@@ -159,5 +169,107 @@ describe("the give-way line, on the TestClock", () => {
       yield* gaveWay("lexical")
       expect(log.lines).toEqual([line(lexical, 1, 0), line(none, 1, 3), line(lexical, 2, 0)])
     }).pipe(Effect.provide(log.layer))
+  })
+})
+
+describe("a large board's last known size, on the TestClock", () => {
+  // 1,001 public posts: a board large enough (1,000) to have its size kept.
+  const large = baseFixture()
+  large.organizations[0]!.posts = [
+    fixturePost("p_dark", "Dark mode", "<p>Please add a dark theme for the dashboard</p>"),
+    ...Array.from({ length: 1_000 }, (_, i) => fixturePost(`p_filler_${i}`, `Filler request ${i}`, `<p>An ordinary request, number ${i}</p>`))
+  ]
+  let db: TestDatabase
+  beforeAll(async () => {
+    db = await createDatabase()
+    const dir = await mkdtemp(join(tmpdir(), "hearken-sizes-"))
+    await writeFile(join(dir, "fixture.json"), JSON.stringify(large))
+    const seeding = spawnScript(seedScript, [join(dir, "fixture.json")], { DATABASE_URL: db.url, LOG_LEVEL: "error" })
+    expect(await seeding.exited).toBe(0)
+    // PostgreSQL's estimate of the table's rows: what the background count looks at first.
+    await db.query((sql) => sql`ANALYZE posts`)
+  })
+  afterAll(() => db?.drop())
+
+  /** The real Suggestions, on the real database (no embeddings: the lexical answer alone), in this process. */
+  const suggestionsOn = (url: string) =>
+    Suggestions.layerNoDeps.pipe(
+      Layer.provide(Layer.succeed(Semantic, Semantic.of({ nearest: () => Effect.succeedNone }))),
+      Layer.provide(SuggestionQueries.layer),
+      Layer.provide(Sanitizer.layer),
+      Layer.provide(ReadReplica.layer),
+      Layer.provide(Database.layer),
+      Layer.provide(ServerConfig.layer),
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
+        env: { DATABASE_URL: url, SUGGESTIONS_STATEMENT_TIMEOUT_MS: "1000", DATABASE_STATEMENT_TIMEOUT_MS: "1000", LOG_LEVEL: "debug" }
+      })))
+    )
+
+  /** Real time: the database's waits are real, whatever the TestClock says. */
+  const pause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 20)))
+  const until = <A>(what: string, check: Effect.Effect<A | undefined>) =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 1_500; i++) {
+        const value = yield* check
+        if (value !== undefined) return value
+        yield* pause
+      }
+      return yield* Effect.die(new Error(`waited 30 s for ${what}`))
+    })
+  /** Whether the lexical search (not the count) waits on the lock. */
+  const searchWaits = Effect.promise(() =>
+    db.query<{ n: number }>((sql) =>
+      sql`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%jsonb_to_recordset%'`
+    ).then((rows) => rows[0]!.n > 0)
+  )
+  const locked = () =>
+    Effect.promise(async () => {
+      const lock = holdLock(db.url, "LOCK TABLE posts IN ACCESS EXCLUSIVE MODE")
+      await lock.held
+      return lock
+    })
+
+  it.effect("answers lexically with the last known size when a recount times out, and does not count again in the background within a minute of a failure", () => {
+    const log = logged()
+    const counts = () => log.lines.filter((line) => line.includes("in the background") && line.startsWith("Debug Suggestions: counting")).length
+    const failures = () => log.lines.filter((line) => line.startsWith("Warn Suggestions: could not count"))
+    return Effect.gen(function*() {
+      const suggestions = yield* Suggestions
+      const suggest = (title: string) => suggestions.suggest({ organizationId: "org_acme", boardId: "b_feat", title, content: "" })
+      const ids = (matches: ReadonlyArray<{ readonly id: string }>) => matches.map((m) => m.id)
+
+      // Counted, and its size kept.
+      expect(ids(yield* suggest("Dark mode"))).toEqual(["p_dark"])
+      // Past the cache's lifetime: the next draft counts again, and the count runs past the suggestions' limit.
+      yield* TestClock.adjust(60_000)
+      const first = yield* locked()
+      const answer = yield* Effect.forkChild(suggest("Dark mode"))
+      // The count gave way to the last known size: the search runs (and waits on the lock); then the lock goes.
+      yield* until("the search, or the answer", Effect.map(searchWaits, (waits) => waits || answer.pollUnsafe() !== undefined || undefined))
+      yield* Effect.promise(first.release)
+      expect(ids(yield* Fiber.join(answer))).toEqual(["p_dark"])
+      expect(counts()).toBe(1)
+
+      // A minute on, the recount (in the background, within the database's limit) fails too.
+      yield* TestClock.adjust(60_000)
+      const second = yield* locked()
+      expect(yield* suggest("Dark mode")).toEqual([])
+      expect(counts()).toBe(2)
+      yield* until("the failed count's line", Effect.sync(() => failures().length === 1 || undefined))
+      expect(failures()[0]).toContain("its drafts use its last known size")
+      // Within the minute, no count in the background again; the drafts have the last known size.
+      expect(yield* suggest("Dark mode")).toEqual([])
+      yield* Effect.promise(second.release)
+      expect(ids(yield* suggest("Dark mode"))).toEqual(["p_dark"])
+      yield* TestClock.adjust(59_999)
+      expect(ids(yield* suggest("Dark mode"))).toEqual(["p_dark"])
+      expect(counts()).toBe(2)
+      expect(failures()).toHaveLength(1)
+    }).pipe(
+      Effect.provide(suggestionsOn(db.url)),
+      Effect.provide(log.layer),
+      Effect.provideService(References.MinimumLogLevel, "Debug")
+    )
   })
 })

@@ -76,6 +76,12 @@ export const tuning = {
 /** Boards this large have their size cached for a minute; smaller ones are counted every time (cheap, and exact). */
 const cacheBoardsFrom = 1_000
 const cacheMs = 60_000
+/**
+ * A large board's last known size is kept this long: a draft whose count runs
+ * past the suggestions' limit uses it while the board is counted again in the
+ * background (a day: a board's size drifts slowly, and the IDF weights with it).
+ */
+const knownSizeMs = 24 * 60 * cacheMs
 /** A feature found too common is not fetched again for this long. */
 const commonMs = 10 * cacheMs
 /** Each of the two caches below: at most this many entries and bytes, keys included (decision 0025). */
@@ -107,7 +113,8 @@ export class Suggestions extends Context.Service<Suggestions, {
    * on the board (decision 0023); the lexical matches alone when embeddings
    * are not configured, fail, time out or find nothing that stands out;
    * `[]` when a statement of the lexical half runs past the suggestions'
-   * statement timeout (decision 0039).
+   * statement timeout (decision 0039), but for a large board's count, which
+   * gives way to the board's last known size.
    */
   readonly suggest: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<SuggestionMatch>>
   /** The lexical answer alone (decision 0008). */
@@ -128,6 +135,10 @@ export class Suggestions extends Context.Service<Suggestions, {
       const common = yield* BoundedCache.make<true>({ maxEntries: cacheEntries, maxBytes: cacheBytes, timeToLive: commonMs, sizeOf: () => 0 })
       /** Sizes of large boards; only a board with public posts is ever kept. */
       const sizes = yield* BoundedCache.make<number>({ maxEntries: cacheEntries, maxBytes: cacheBytes, timeToLive: cacheMs, sizeOf: () => 8 })
+      /** The same sizes, kept for `knownSizeMs`: the last known size of a board whose count runs past the suggestions' limit. */
+      const knownSizes = yield* BoundedCache.make<number>({ maxEntries: cacheEntries, maxBytes: cacheBytes, timeToLive: knownSizeMs, sizeOf: () => 8 })
+      /** Boards whose count in the background failed within `cacheMs`: not counted in the background again until then. */
+      const countFailed = yield* BoundedCache.make<true>({ maxEntries: cacheEntries, maxBytes: cacheBytes, timeToLive: cacheMs, sizeOf: () => 0 })
 
       /** Public posts on a public board of the organization; 0 for any other board. */
       const sizeKey = (organizationId: string, boardId: string) => `${organizationId}\u0000${boardId}`
@@ -139,7 +150,10 @@ export class Suggestions extends Context.Service<Suggestions, {
           JOIN boards b ON b.id = p.board_id AND b.organization_id = ${organizationId} AND b.visibility = 'public'
           WHERE p.board_id = ${boardId} AND p.visibility = 'public'`
         const n = row?.n ?? 0
-        if (n >= cacheBoardsFrom) yield* sizes.set(key, n)
+        if (n >= cacheBoardsFrom) {
+          yield* sizes.set(key, n)
+          yield* knownSizes.set(key, n)
+        } else yield* knownSizes.delete(key)
         return n
       })
 
@@ -210,37 +224,76 @@ export class Suggestions extends Context.Service<Suggestions, {
        * once at a time, and its size cached as usual (a table of fewer posts
        * than `cacheBoardsFrom` has no size to keep): else a board too large to
        * count within the suggestions' limit would never be counted, and every
-       * draft on it would give way to `[]` (decision 0039).
+       * draft on it would give way to `[]` (decision 0039). A count that fails
+       * (even the database's limit is too short for the board) is logged, at
+       * most once a minute as a warning (else at debug level), and the board is
+       * not counted in the background again for `cacheMs`: meanwhile its drafts
+       * use its last known size.
        */
       const counting = new Set<string>()
-      const countInBackground = (request: SuggestionsRequest) => {
-        const key = sizeKey(request.organizationId, request.boardId)
-        if (counting.has(key)) return Effect.void
-        counting.add(key)
-        return Effect.asVoid(Effect.forkIn(
-          queries.run(Effect.gen(function*() {
-            // A table under `cacheBoardsFrom` rows (by PostgreSQL's estimate) has no board whose size is kept: nothing to count for.
-            const [table] = yield* sql<{ rows: number }>`SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = to_regclass('posts')`
-            if ((table?.rows ?? 0) < cacheBoardsFrom) return
-            yield* backgroundLimit
-            yield* indexOnly
-            yield* boardSize(request.organizationId, request.boardId)
-          })).pipe(
-            Effect.ignore,
-            Effect.ensuring(Effect.sync(() => void counting.delete(key)))
-          ),
-          scope
-        ))
-      }
-
-      /** The board's size: a large board's from the cache, with no transaction; else counted through the index, in a transaction of its own. */
-      const countBoard = (request: SuggestionsRequest) =>
-        Effect.flatMap(sizes.get(sizeKey(request.organizationId, request.boardId)), (cached) =>
-          Option.isSome(cached)
-            ? Effect.succeed(cached.value)
-            : queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId))).pipe(
-              Effect.tapError((error) => isTimeout(error) ? countInBackground(request) : Effect.void)
+      let countFailureLoggedAt = -Infinity
+      const countFailure = (key: string, cause: Cause.Cause<unknown>) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          countFailed.store.set(key, true, now)
+          const line = "Suggestions: could not count a large board's posts in the background; its drafts use its last known size " +
+            "(or answer [] without one), and it is counted again in a minute"
+          if (now - countFailureLoggedAt < cacheMs) return Effect.logDebug(line, cause)
+          countFailureLoggedAt = now
+          return Effect.logWarning(line, cause)
+        })
+      /** Whether the board is being counted in the background, or its count there failed within `cacheMs`. */
+      const countPending = (key: string, now: number) => counting.has(key) || Option.isSome(countFailed.store.get(key, now))
+      const countInBackground = (request: SuggestionsRequest) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const key = sizeKey(request.organizationId, request.boardId)
+          if (countPending(key, now)) return Effect.void
+          counting.add(key)
+          return Effect.andThen(
+            Effect.logDebug(`Suggestions: counting board ${request.boardId}'s posts in the background`),
+            Effect.asVoid(Effect.forkIn(
+              queries.run(Effect.gen(function*() {
+                // A table under `cacheBoardsFrom` rows (by PostgreSQL's estimate) has no board whose size is kept: nothing to count for.
+                const [table] = yield* sql<{ rows: number }>`SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = to_regclass('posts')`
+                if ((table?.rows ?? 0) < cacheBoardsFrom) return
+                yield* backgroundLimit
+                yield* indexOnly
+                yield* boardSize(request.organizationId, request.boardId)
+              })).pipe(
+                Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : countFailure(key, cause)),
+                Effect.ensuring(Effect.sync(() => void counting.delete(key)))
+              ),
+              scope
             ))
+          )
+        })
+
+      /**
+       * The board's size: a large board's from the cache, with no transaction;
+       * else counted through the index, in a transaction of its own. A large
+       * board whose count runs past the suggestions' limit (or is being counted
+       * in the background, or failed to be within `cacheMs`) has its last known
+       * size, while the background count refreshes it; without one, the
+       * timeout stands (the answer gives way to `[]`).
+       */
+      const countBoard = (request: SuggestionsRequest) => {
+        const key = sizeKey(request.organizationId, request.boardId)
+        return Effect.gen(function*() {
+          const cached = yield* sizes.get(key)
+          if (Option.isSome(cached)) return cached.value
+          const now = yield* Clock.currentTimeMillis
+          const known = knownSizes.store.get(key, now)
+          if (Option.isSome(known) && countPending(key, now)) return known.value
+          return yield* queries.run(Effect.andThen(indexOnly, boardSize(request.organizationId, request.boardId))).pipe(
+            Effect.catchTag("SqlError", (error) =>
+              isTimeout(error)
+                ? Effect.andThen(
+                  countInBackground(request),
+                  Effect.flatMap(knownSizes.get(key), Option.match({ onNone: () => Effect.fail(error), onSome: Effect.succeed }))
+                )
+                : Effect.fail(error))
+          )
+        })
+      }
 
       /**
        * One statement: each feature's postings (at most `cap`, through the GIN
