@@ -201,7 +201,8 @@ describe("a large board's last known size, on the TestClock", () => {
       Layer.provide(Database.layer),
       Layer.provide(ServerConfig.layer),
       Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
-        env: { DATABASE_URL: url, SUGGESTIONS_STATEMENT_TIMEOUT_MS: "1000", DATABASE_STATEMENT_TIMEOUT_MS: "1000", LOG_LEVEL: "debug" }
+        // 2 s: the search must still be waiting when the test, seeing it wait, releases the lock, on a loaded CI machine too.
+        env: { DATABASE_URL: url, SUGGESTIONS_STATEMENT_TIMEOUT_MS: "2000", DATABASE_STATEMENT_TIMEOUT_MS: "2000", LOG_LEVEL: "debug" }
       })))
     )
 
