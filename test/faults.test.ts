@@ -226,8 +226,11 @@ describe("SIGTERM under load", () => {
     const refused = outcomes.filter((o) => o.error === "ECONNREFUSED")
     expect(refused.length).toBeGreaterThan(0)
     const closedBy = Math.min(...refused.map((o) => o.startedAt))
-    const before = outcomes.filter((o) => o.startedAt < signalled)
-    const racing = outcomes.filter((o) => o.startedAt >= signalled && o.startedAt < closedBy)
+    // A connection begun just before the signal may still sit in the kernel's accept queue when the
+    // listener closes, as one begun after it: the same race (CI once met it 0–100 ms before the signal).
+    const queued = signalled - 100
+    const before = outcomes.filter((o) => o.startedAt < queued)
+    const racing = outcomes.filter((o) => o.startedAt >= queued && o.startedAt < closedBy)
     const after = outcomes.filter((o) => o.startedAt >= closedBy)
     expect(before.length).toBeGreaterThan(0)
     for (const o of before) expect([200, 503]).toContain(o.error ?? o.status)
