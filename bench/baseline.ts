@@ -12,7 +12,7 @@
  *   address's bucket, `ClientIp.ts`), the same per-endpoint limits times
  *   RATE_LIMIT_MULTIPLIER (`RateLimits`), the same `RateLimit-*` headers;
  *   429 when refused, 503 when Redis does not answer.
- * - GET /boards and GET /updates, as `PublicAnswers.ts` does (decision
+ * - GET /boards and GET /updates, as `caching/ConditionalAnswers.ts` does (decision
  *   0010): the organization's version row (the server's query) gives the
  *   ETag (`etagOf`); a matching If-None-Match gets 304; else the answer
  *   serialized for that tag is sent from a cache bounded as the server's
@@ -38,7 +38,7 @@ import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import pg from "pg"
 import { makeStore } from "../packages/server/dist/caching/BoundedCache.js"
-import { answerCacheOptions, etagOf, largestAnswer, matches, worthKeeping } from "../packages/server/dist/caching/PublicAnswers.js"
+import { answerCacheOptions, etagOf, largestAnswer, matches, worthKeeping } from "../packages/server/dist/caching/ConditionalAnswers.js"
 import { pageSize } from "../packages/server/dist/updates/Updates.js"
 import { make as makeSanitizer, sanitizerVersion, truncate } from "../packages/server/dist/content/Sanitizer.js"
 import { numberedSlug, slugify } from "../packages/server/dist/content/slug.js"
@@ -187,7 +187,7 @@ const limit = async (endpoint: Endpoint, req: IncomingMessage, res: ServerRespon
   return headers
 }
 
-/** Serialized answers by kind and organization, bounded as `PublicAnswers.ts` bounds them. */
+/** Serialized answers by kind and organization, bounded as `ConditionalAnswers.ts` bounds them. */
 const store = makeStore(answerCacheOptions)
 const answers = {
   get: (key: string) => Option.getOrUndefined(store.get(key, Date.now())),

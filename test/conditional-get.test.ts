@@ -7,8 +7,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { Core } from "../packages/server/dist/App.js"
-import { PublicAnswers } from "../packages/server/dist/caching/PublicAnswers.js"
 import { ServerConfig } from "../packages/server/dist/config.js"
+import { PublicUpdates } from "../packages/server/dist/updates/PublicUpdates.js"
 import { createDatabase, withClient } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
 import { seedScript, spawnScript } from "./support/process.js"
@@ -150,14 +150,14 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a scheduled changelo
   it.effect("appears when it comes due, with a new tag, although nothing was written", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const answers = yield* PublicAnswers
+      const answers = yield* PublicUpdates
       const t0 = Date.now()
       yield* TestClock.setTime(t0)
       const due = new Date(t0 + 60_000).toISOString()
       yield* sql`INSERT INTO updates (id, organization_id, title, slug, content, excerpt, published_at)
         VALUES ('u_later', 'org_acme', 'Later', 'later', '<p>Soon</p>', 'Soon', ${due}::timestamptz)`
       const read = Effect.gen(function*() {
-        const res = yield* answers.updates("org_acme", undefined)
+        const res = yield* answers.answer("org_acme", undefined)
         const body = JSON.parse(new TextDecoder().decode((res.body as { readonly body: Uint8Array }).body))
         return { tag: res.headers["etag"]!, ids: body.map((u: { id: string }) => u.id) }
       })
@@ -169,7 +169,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a scheduled changelo
       const after = yield* read
       assert.deepStrictEqual(after.ids, ["u_later"])
       assert.notStrictEqual(after.tag, before.tag)
-      assert.strictEqual((yield* answers.updates("org_acme", before.tag)).status, 200)
-      assert.strictEqual((yield* answers.updates("org_acme", after.tag)).status, 304)
+      assert.strictEqual((yield* answers.answer("org_acme", before.tag)).status, 200)
+      assert.strictEqual((yield* answers.answer("org_acme", after.tag)).status, 304)
     }).pipe(Effect.provide(TestClock.layer())))
 })

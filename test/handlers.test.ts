@@ -16,14 +16,16 @@ import { ConfigProvider, Context, Effect, Layer, Logger, Schema, type Scope } fr
 import { HttpClientRequest, type HttpClientResponse, HttpServer, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiTest } from "effect/http-api"
 import { TestClock } from "effect/testing"
-import { PublicAnswers } from "../packages/server/dist/caching/PublicAnswers.js"
+import { PublicBoards } from "../packages/server/dist/boards/PublicBoards.js"
 import { ServerConfig } from "../packages/server/dist/config.js"
 import { Feedback, type FeedbackError } from "../packages/server/dist/feedback/Feedback.js"
 import * as RequestErrors from "../packages/server/dist/http/RequestErrors.js"
-import * as WidgetHandlers from "../packages/server/dist/http/WidgetHandlers.js"
-import * as RateLimitHttp from "../packages/server/dist/rate-limit/http.js"
+import * as WidgetApi from "../packages/server/dist/http/WidgetApi.js"
+import { RateLimitGate } from "../packages/server/dist/rate-limit/RateLimitGate.js"
+import * as RateLimitMiddleware from "../packages/server/dist/rate-limit/RateLimitMiddleware.js"
 import { RateLimiter } from "../packages/server/dist/rate-limit/RateLimiter.js"
 import { Suggestions } from "../packages/server/dist/suggestions/Suggestions.js"
+import { PublicUpdates } from "../packages/server/dist/updates/PublicUpdates.js"
 
 /**
  * The widget handlers and their middlewares (RequestErrors, RateLimit) through
@@ -87,7 +89,7 @@ const matchOf = (request: SuggestionsRequest) =>
 const encodeBoards = Schema.encodeSync(Schema.Array(Board))
 const encodeUpdates = Schema.encodeSync(Schema.Array(Update))
 
-/** PublicAnswers, Feedback and Suggestions over `Stubs`: canned answers made from what they were given. */
+/** PublicBoards, PublicUpdates, Feedback and Suggestions over `Stubs`: canned answers made from what they were given. */
 const StubServices = Layer.unwrap(Effect.gen(function*() {
   const stubs = yield* Stubs
   /** The failure a test set, or `answer`; the stubs with no error channel turn a typed failure into a defect. */
@@ -98,11 +100,13 @@ const StubServices = Layer.unwrap(Effect.gen(function*() {
       return failure === undefined ? Effect.sync(answer) : failure
     })
   return Layer.mergeAll(
-    Layer.succeed(PublicAnswers, PublicAnswers.of({
-      boards: (organizationId, ifNoneMatch) =>
+    Layer.succeed(PublicBoards, PublicBoards.of({
+      answer: (organizationId, ifNoneMatch) =>
         respond({ service: "boards", organizationId, ifNoneMatch }, () =>
-          HttpServerResponse.jsonUnsafe(encodeBoards([boardOf(organizationId)]), { headers: { etag: "\"boards\"" } })).pipe(Effect.orDie),
-      updates: (organizationId, ifNoneMatch) =>
+          HttpServerResponse.jsonUnsafe(encodeBoards([boardOf(organizationId)]), { headers: { etag: "\"boards\"" } })).pipe(Effect.orDie)
+    })),
+    Layer.succeed(PublicUpdates, PublicUpdates.of({
+      answer: (organizationId, ifNoneMatch) =>
         respond({ service: "updates", organizationId, ifNoneMatch }, () =>
           HttpServerResponse.jsonUnsafe(encodeUpdates([updateOf(organizationId)]), { headers: { etag: "\"updates\"" } })).pipe(Effect.orDie)
     })),
@@ -123,8 +127,8 @@ const TestConfig = ServerConfig.layer.pipe(
 )
 
 /** The middlewares as `App.ts` composes them, over the in-process limiter. */
-const Middlewares = Layer.mergeAll(RequestErrors.layer, RateLimitHttp.layer).pipe(
-  Layer.provide(RateLimitHttp.RateLimitGate.layerNoDeps),
+const Middlewares = Layer.mergeAll(RequestErrors.layer, RateLimitMiddleware.layer).pipe(
+  Layer.provide(RateLimitGate.layerNoDeps),
   Layer.provide(RateLimiter.layerMemory),
   Layer.provide(TestConfig)
 )
@@ -134,7 +138,7 @@ const logs: Array<{ readonly level: string; readonly message: unknown; readonly 
 const Logs = Logger.layer([Logger.make(({ logLevel, message, cause }) => void logs.push({ level: logLevel, message, cause: String(cause) }))])
 
 /** The handlers need the middlewares when their routes are built, and the client's pipeline needs them again: provideMerge. */
-const Env = WidgetHandlers.layer.pipe(
+const Env = WidgetApi.layer.pipe(
   Layer.provide(StubServices),
   Layer.provideMerge(Middlewares),
   Layer.provideMerge(Stubs.layer),
@@ -173,7 +177,7 @@ const suggestion = { organizationId: "org_acme", boardId: "b_feat", title: "Dark
 layer(Env)("widget handlers and middlewares through HttpApiTest", (it) => {
   const reset = Effect.flatMap(Stubs, (stubs) => Effect.sync(() => void stubs.calls.splice(0)))
 
-  it.effect("GET /boards and GET /updates pass organizationId (and If-None-Match) to PublicAnswers; the answers decode", () => {
+  it.effect("GET /boards and GET /updates pass organizationId (and If-None-Match) to PublicBoards and PublicUpdates; the answers decode", () => {
     const me = caller("203.0.113.1", { headers: { "if-none-match": "\"old\"" } })
     return Effect.gen(function*() {
       const { calls } = yield* Stubs

@@ -5,45 +5,52 @@ import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { createServer } from "node:http"
 import { Boards } from "./boards/Boards.js"
-import { PublicAnswers } from "./caching/PublicAnswers.js"
+import { PublicBoards } from "./boards/PublicBoards.js"
+import { ConditionalAnswers } from "./caching/ConditionalAnswers.js"
 import { Versions } from "./caching/Versions.js"
 import { ServerConfig } from "./config.js"
 import { Sanitizer } from "./content/Sanitizer.js"
 import * as Embedder from "./embeddings/Embedder.js"
 import { EmbeddingSignal } from "./embeddings/EmbeddingSignal.js"
+import * as EmbeddingGauges from "./embeddings/EmbeddingGauges.js"
 import { EmbeddingRepo } from "./embeddings/EmbeddingRepo.js"
 import { Embeddings } from "./embeddings/Embeddings.js"
 import * as ApiDocs from "./docs/Docs.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
-import { Importer } from "./fixtures/Importer.js"
+import { Importer } from "./seed/Importer.js"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
-import { importConfiguredSeed } from "./fixtures/startup.js"
+import { importConfiguredSeed } from "./seed/startup.js"
 import * as Health from "./health/Health.js"
 import * as ConnectionCap from "./http/ConnectionCap.js"
 import * as Drain from "./http/Drain.js"
 import * as Edge from "./http/Edge.js"
 import * as NodeErrors from "./http/NodeErrors.js"
 import * as RequestErrors from "./http/RequestErrors.js"
-import * as WidgetHandlers from "./http/WidgetHandlers.js"
+import * as WidgetApi from "./http/WidgetApi.js"
 import * as Logging from "./observability/Logging.js"
 import * as Tracing from "./observability/Tracing.js"
 import { Contacts } from "./identity/Contacts.js"
 import { IdentityTokens } from "./identity/IdentityTokens.js"
-import * as RateLimitHttp from "./rate-limit/http.js"
+import { RateLimitGate } from "./rate-limit/RateLimitGate.js"
+import * as RateLimitMiddleware from "./rate-limit/RateLimitMiddleware.js"
 import * as Metrics from "./observability/Metrics.js"
+import { Gauges } from "./observability/Gauges.js"
 import * as MetricsServer from "./observability/MetricsServer.js"
 import { RateLimiter } from "./rate-limit/RateLimiter.js"
 import * as Database from "./sql/Database.js"
+import * as DatabaseGauges from "./sql/DatabaseGauges.js"
 import * as ReadReplica from "./sql/ReadReplica.js"
 import * as Calibrator from "./suggestions/Calibrator.js"
-import * as LexiconBackfill from "./lexicon/LexiconBackfill.js"
+import * as LexiconBackfill from "./feedback/LexiconBackfill.js"
 import { CalibrationRepo } from "./suggestions/CalibrationRepo.js"
 import { Semantic } from "./suggestions/Semantic.js"
 import { SuggestionQueries } from "./suggestions/SuggestionQueries.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
+import { PublicUpdates } from "./updates/PublicUpdates.js"
 import { Updates } from "./updates/Updates.js"
 import { WebhookOutbox } from "./webhooks/Outbox.js"
+import * as WebhookGauges from "./webhooks/WebhookGauges.js"
 import { WebhookRepo } from "./webhooks/WebhookRepo.js"
 import * as WebhookWorker from "./webhooks/WebhookWorker.js"
 import * as WidgetAssets from "./widget/WidgetAssets.js"
@@ -61,7 +68,8 @@ const SuggestionsLive = Suggestions.layerNoDeps.pipe(
 )
 
 /** Every service, built once at start-up. Needs the `Repositories`. */
-const Services = Layer.mergeAll(Feedback.layerNoDeps, SuggestionsLive, PublicAnswers.layerNoDeps, Importer.layerNoDeps).pipe(
+const Services = Layer.mergeAll(Feedback.layerNoDeps, SuggestionsLive, PublicBoards.layerNoDeps, PublicUpdates.layerNoDeps, Importer.layerNoDeps).pipe(
+  Layer.provideMerge(ConditionalAnswers.layerNoDeps),
   Layer.provideMerge(Layer.mergeAll(Updates.layerNoDeps, Versions.layer)),
   Layer.provideMerge(Layer.mergeAll(
     Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layerNoDeps, IdempotencyKeys.layer
@@ -69,13 +77,22 @@ const Services = Layer.mergeAll(Feedback.layerNoDeps, SuggestionsLive, PublicAns
   Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingSignal.layer))
 )
 
+/**
+ * The database gauges, each feature's own, in the order they are read (`observability/Gauges.ts`):
+ * the replica's first, read on the replica, so they are there when the primary is not.
+ */
+const DatabaseGaugesLive = Gauges.from([DatabaseGauges.replica, WebhookGauges.reader, EmbeddingGauges.reader, DatabaseGauges.pool])
+
+/** `GET /metrics` on `METRICS_PORT`, with the database gauges (nothing without `METRICS_PORT`). */
+const MetricsListener = MetricsServer.layer.pipe(Layer.provide(DatabaseGaugesLive))
+
 /** One rate limiter for the API and for `/docs`. */
-const RateLimiting = RateLimitHttp.RateLimitGate.layerNoDeps.pipe(Layer.provide(RateLimiter.layer))
+const RateLimiting = RateLimitGate.layerNoDeps.pipe(Layer.provide(RateLimiter.layer))
 
 const Api = HttpApiBuilder.layer(HearkenApi).pipe(
-  Layer.provide([WidgetHandlers.layer, Health.layer]),
+  Layer.provide([WidgetApi.layer, Health.layer]),
   Layer.provideMerge(RequestErrors.layer),
-  Layer.provideMerge(RateLimitHttp.layer),
+  Layer.provideMerge(RateLimitMiddleware.layer),
   Layer.provide(RateLimiting)
 )
 
@@ -125,7 +142,7 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
  * and attaching the handler are covered by `NodeErrors`' JSON 503. The
  * metrics listener (with `METRICS_PORT`) opens alongside, before `PORT`.
  */
-const RoutesReady = Layer.merge(Layer.provideMerge(Routes, HttpRouter.layer), MetricsServer.layer).pipe(
+const RoutesReady = Layer.merge(Layer.provideMerge(Routes, HttpRouter.layer), MetricsListener).pipe(
   Layer.provideMerge(NodeHttpServer.layerHttpServices)
 )
 
@@ -173,4 +190,4 @@ export const App = Layer.mergeAll(
 ).pipe(Layer.provide(Core))
 
 /** `npm run worker`: webhook delivery alone, for dedicated worker processes. */
-export const Worker = Layer.merge(WebhookWorker.layerAlways, MetricsServer.layer).pipe(Layer.provide(Tooling))
+export const Worker = Layer.merge(WebhookWorker.layerAlways, MetricsListener).pipe(Layer.provide(Tooling))

@@ -2,9 +2,9 @@ import { NotFoundError } from "@hearken/api/effect"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { ServerConfig } from "../config.js"
-import * as ErrorBodies from "../http/ErrorBodies.js"
-import * as StaticAsset from "../http/StaticAsset.js"
-import { limited, RateLimitGate } from "../rate-limit/http.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
+import * as StaticAsset from "../edge/StaticAsset.js"
+import { limited, RateLimitGate } from "../rate-limit/RateLimitGate.js"
 import { fingerprint, openApiJson, pageFile, scriptFile, scriptPath, servedJson, staticDir } from "./page.js"
 
 const notBuilt = ErrorBodies.respond(
@@ -17,7 +17,7 @@ const immutable = { "cache-control": "public, max-age=31536000, immutable" }
 /**
  * `GET /docs` (the reference page), `GET /docs/scalar.js` (Scalar's bundle)
  * and `GET /docs/openapi.json` (the document the page loads), as shared,
- * precompressed bytes (`http/StaticAsset.ts`, decision 0016), behind the
+ * precompressed bytes (`edge/StaticAsset.ts`, decision 0016), behind the
  * `docs` rate limit, one budget per client IP for all three.
  *
  * The document is made at start-up (24 KB), with `servers` from

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { mkdirSync } from "node:fs"
-import * as StaticAsset from "../http/StaticAsset.js"
+import * as StaticAsset from "../edge/StaticAsset.js"
 import { fingerprint, openApiJson, pageFile, renderPage, scalarBundle, scriptFile, staticDir } from "./page.js"
 
 /**

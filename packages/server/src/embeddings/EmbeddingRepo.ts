@@ -175,7 +175,7 @@ export class EmbeddingRepo extends Context.Service<EmbeddingRepo, {
   /**
    * How many public posts of public boards have no embedding of their
    * current text for the model, database-wide: what the back-fill has left (the metrics' gauge,
-   * `observability/Gauges.ts`).
+   * `EmbeddingGauges.ts`).
    */
   readonly backlog: (model: Model) => Effect.Effect<number, SqlError.SqlError>
 }>()("hearken/EmbeddingRepo") {

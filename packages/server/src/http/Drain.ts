@@ -4,7 +4,7 @@ import { Context, Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { Server as NetServer } from "node:net"
-import * as ErrorBodies from "./ErrorBodies.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
 import { answerUnavailable, prependAuxiliaryRequestListener, shuttingDownMessage } from "./NodeErrors.js"
 
 /**

@@ -4,8 +4,8 @@ import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
 import * as Tracing from "../observability/Tracing.js"
-import { rateLimitHeaders } from "../rate-limit/http.js"
-import * as ErrorBodies from "./ErrorBodies.js"
+import { rateLimitHeaders } from "../rate-limit/RateLimitGate.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
 import { internalError } from "./RequestErrors.js"
 
 const notFound = HttpServerResponse.jsonUnsafe(ErrorBodies.routeNotFound, { status: 404 })

@@ -1,7 +1,7 @@
 import { DataValidationError, InternalServerError } from "@hearken/api/effect"
 import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
-import * as ErrorBodies from "./ErrorBodies.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
 
 /**
  * What Node's HTTP layer answers by itself, before any Effect handler runs,

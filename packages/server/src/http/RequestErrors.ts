@@ -2,7 +2,7 @@ import { DataValidationError, InternalServerError, RequestErrors } from "@hearke
 import { ByteSize, Cause, Effect, Layer, Result } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { describeIssue } from "../issues.js"
+import { describeIssue } from "../edge/SchemaIssues.js"
 import * as Tracing from "../observability/Tracing.js"
 import { maxBodyBytes, shapeError, tooLarge } from "./BodyLimits.js"
 

@@ -2,7 +2,7 @@ import { UnauthorizedError } from "@hearken/api/effect"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose"
-import { describeIssue } from "../issues.js"
+import { describeIssue } from "../edge/SchemaIssues.js"
 import { IdentityClaims } from "./Claims.js"
 
 /** Seconds of clock skew tolerated on `exp`, `nbf` and `iat`. */

@@ -2,8 +2,8 @@ import { RateLimits } from "@hearken/api/effect"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
 import { ServerConfig } from "../config.js"
-import { endpointOf } from "../http/Endpoints.js"
-import * as ErrorBodies from "../http/ErrorBodies.js"
+import { endpointOf } from "../edge/Endpoints.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
 
 /**
  * Prometheus metrics (decision 0014): the counters and histograms, what
@@ -11,7 +11,7 @@ import * as ErrorBodies from "../http/ErrorBodies.js"
  * names, status codes and fixed outcomes only, never an organization, an
  * address or a post. Counters are cheap updates wherever they happen;
  * everything else (the request middleware here, the listener in
- * `MetricsServer.ts`, the database gauges in `Gauges.ts`) exists only with
+ * `MetricsServer.ts`, the database gauges that each feature reads for `Gauges.ts`) exists only with
  * `METRICS_PORT` set.
  */
 

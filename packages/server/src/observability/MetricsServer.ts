@@ -5,7 +5,7 @@ import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse 
 import { PrometheusMetrics } from "effect/observability"
 import { createServer, type Server } from "node:http"
 import { InvalidConfig, ServerConfig } from "../config.js"
-import * as ErrorBodies from "../http/ErrorBodies.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
 import { Gauges } from "./Gauges.js"
 import * as ProcessGauges from "./ProcessGauges.js"
 import { zeroes } from "./Metrics.js"
@@ -80,12 +80,10 @@ const listen = (port: number, host: string) =>
 /**
  * With `METRICS_PORT`: every labelled series at 0, then the listener;
  * without it, nothing. In the server and in `npm run worker`. Needs the
- * `WebhookRepo` and the `EmbeddingRepo` (for the gauges), which `App.ts` provides.
+ * `Gauges`, which `App.ts` makes from each feature's readers.
  */
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* ServerConfig
   if (Option.isNone(config.metricsPort)) return Layer.empty
-  return Layer.effectDiscard(Effect.andThen(zeroes, listen(config.metricsPort.value, config.metricsHost))).pipe(
-    Layer.provide(Gauges.layerNoDeps)
-  )
+  return Layer.effectDiscard(Effect.andThen(zeroes, listen(config.metricsPort.value, config.metricsHost)))
 }))

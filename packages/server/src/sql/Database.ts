@@ -49,7 +49,7 @@ export const migrate = Effect.gen(function*() {
 /** As the file is named: `0016_webhook_previous_secrets`. */
 const migrationName = (id: number, name: string) => `${String(id).padStart(4, "0")}_${name}`
 
-/** This process's sessions in `pg_stat_activity`: the pool gauges (`observability/Gauges.ts`) count them there. */
+/** This process's sessions in `pg_stat_activity`: the pool gauges (`sql/DatabaseGauges.ts`) count them there. */
 export const applicationName = `hearken ${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
 /**

@@ -43,7 +43,7 @@ export class ReadSql extends Context.Service<ReadSql, {
   readonly client: SqlClient.SqlClient
   /**
    * For reads whose later statements must not see an older database than
-   * their first (an answer's version, then its body, `caching/PublicAnswers.ts`):
+   * their first (an answer's version, then its body, `caching/ConditionalAnswers.ts`):
    * a function that runs an effect's reads on the server the first of them
    * went to. They may move from the replica to the primary (newer) when the
    * replica fails, never from the primary back to a lagging replica.

@@ -121,7 +121,7 @@ export interface PausePolicy {
   readonly stretchMs: number
 }
 
-/** The queue, database-wide, as the metrics' gauges show it (`observability/Gauges.ts`). */
+/** The queue, database-wide, as the metrics' gauges show it (`WebhookGauges.ts`). */
 export interface QueueState {
   /** Pending deliveries due now. */
   readonly due: number

@@ -5,8 +5,8 @@ import { createHash } from "node:crypto"
 import { readdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { ServerConfig } from "../config.js"
-import * as ErrorBodies from "../http/ErrorBodies.js"
-import * as StaticAsset from "../http/StaticAsset.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
+import * as StaticAsset from "../edge/StaticAsset.js"
 
 /** `packages/widget/dist`, built by `npm run build` (`packages/widget/build.mjs`). */
 const widgetDist = fileURLToPath(new URL("../../../widget/dist/", import.meta.url))
@@ -20,7 +20,7 @@ const missing = ErrorBodies.respond(new NotFoundError({ message: "the widget is 
 
 /**
  * The widget's files, read and compressed once when the server starts
- * (`http/StaticAsset.ts`); a missing file answers a JSON 404.
+ * (`edge/StaticAsset.ts`); a missing file answers a JSON 404.
  *
  * - `GET /widget/embed.js`: the embed script, a classic script any page may
  *   load. It frames `GET /widget/frame`, the widget's page on this origin,

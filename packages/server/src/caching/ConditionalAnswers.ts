@@ -1,10 +1,9 @@
-import { Board, publicMaxAgeSeconds, type Update } from "@hearken/api/effect"
-import { Clock, Context, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { publicMaxAgeSeconds } from "@hearken/api/effect"
+import { requestHeaders } from "@hearken/api/thin"
+import { Clock, Context, Effect, Layer, Option, type Stream } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
-import { Boards } from "../boards/Boards.js"
 import { ReadSql } from "../sql/ReadReplica.js"
-import { type Cursor, Updates } from "../updates/Updates.js"
 import { type BoundedCacheOptions, make as makeBoundedCache, stringBytes } from "./BoundedCache.js"
 import { type Version, Versions } from "./Versions.js"
 
@@ -15,7 +14,7 @@ export const cacheEntries = 10_000
 /** An answer not written again for this long goes, read or not: a tag check finds the stale ones, time frees their memory. */
 export const answerTtl = "5 minutes"
 
-type Kind = "boards" | "updates"
+export type Kind = "boards" | "updates"
 
 /**
  * The tag of an organization's answer: its kind, organization and version,
@@ -38,10 +37,6 @@ export const matches = (ifNoneMatch: string, tag: string) =>
     const t = candidate.trim()
     return t === "*" || t.replace(/^W\//, "") === tag
   })
-
-const encodeBoards = Schema.encodeSync(Schema.Array(Board))
-const encoder = new TextEncoder()
-const comma = encoder.encode(",")
 
 /** The largest answer kept: a quarter of the cache. */
 export const largestAnswer = cacheBytes / 4
@@ -72,45 +67,50 @@ export const answerCacheOptions: BoundedCacheOptions<KeptAnswer> = {
  */
 export const worthKeeping = (body: Uint8Array) => body.byteLength > 2
 
+/** The request's `If-None-Match`, as sent. */
+export const ifNoneMatch = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.headers[requestHeaders.ifNoneMatch])
+
+/** Runs a read on the server the answer's version was read on. */
+export type OneServer = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+/** An answer's body: whole, and then kept; or a stream, which calls `keep` itself once complete. */
+export type Answer = Uint8Array | Stream.Stream<Uint8Array>
+
+/** Reads an answer's body, through `oneServer`, as the version was read. */
+export type Load = (
+  organizationId: string,
+  nowMs: number,
+  keep: (body: Uint8Array) => Effect.Effect<void>,
+  oneServer: OneServer
+) => Effect.Effect<Answer>
+
 /**
  * `GET /boards` and `GET /updates` with conditional requests (decision 0010):
  * one read of the organization's version row gives the tag; a matching
  * `If-None-Match` answers 304 without touching the boards or updates, and an
  * answer already serialized for that tag is sent as it is (UTF-8 bytes, kept
- * as `answerCacheOptions` bounds them).
- *
- * The changelog is read a page at a time: an answer that fits in one page is
- * sent whole; a longer one is streamed page by page, so that memory does not
- * grow with the changelog (decision 0011), and kept only if it is small
- * enough to cache.
+ * as `answerCacheOptions` bounds them, one cache for both kinds). What an
+ * answer holds is read by its feature (`boards/PublicBoards.ts`,
+ * `updates/PublicUpdates.ts`).
  *
  * With a read replica (`ReadSql`), the version and the body of one answer are
  * read on one server (`ReadSql.oneServer`): a version from the primary with a
  * body from a lagging replica would keep a stale body under a new tag.
  */
-export class PublicAnswers extends Context.Service<PublicAnswers, {
-  readonly boards: (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
-  readonly updates: (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
-}>()("hearken/PublicAnswers") {
-  /** Needs `Versions`, `Boards`, `Updates` and `ReadSql`. */
+export class ConditionalAnswers extends Context.Service<ConditionalAnswers, {
+  readonly respond: (
+    kind: Kind,
+    load: Load
+  ) => (organizationId: string, ifNoneMatch: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+}>()("hearken/ConditionalAnswers") {
+  /** Needs `Versions` and `ReadSql`. */
   static readonly layerNoDeps = Layer.effect(
-    PublicAnswers,
+    ConditionalAnswers,
     Effect.gen(function*() {
       const versions = yield* Versions
-      const boards = yield* Boards
-      const updates = yield* Updates
       const reads = yield* ReadSql
       const cache = yield* makeBoundedCache(answerCacheOptions)
 
-      type Answer = Uint8Array | Stream.Stream<Uint8Array>
-
-      type OneServer = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-      type Load = (organizationId: string, nowMs: number, keep: (body: Uint8Array) => Effect.Effect<void>, oneServer: OneServer) => Effect.Effect<Answer>
-
-      /**
-       * `load` gives a whole answer, which is kept, or a stream, which calls `keep` itself once complete;
-       * it reads through `oneServer`, as the version was read.
-       */
       const respond = (kind: Kind, load: Load) =>
         Effect.fnUntraced(function*(organizationId: string, ifNoneMatch: string | undefined) {
           const nowMs = yield* Clock.currentTimeMillis
@@ -131,45 +131,9 @@ export class PublicAnswers extends Context.Service<PublicAnswers, {
           return HttpServerResponse.uint8Array(answer, { contentType: "application/json", headers })
         })
 
-      const loadUpdates = Effect.fnUntraced(function*(
-        organizationId: string,
-        nowMs: number,
-        keep: (body: Uint8Array) => Effect.Effect<void>,
-        oneServer: OneServer
-      ) {
-        const first = yield* oneServer(updates.page(organizationId, nowMs, undefined))
-        const json = (entries: ReadonlyArray<Update>) => encoder.encode(updates.toJson(entries).join(","))
-        if (Option.isNone(first.next)) return encoder.encode(`[${updates.toJson(first.entries).join(",")}]`)
-        // Longer than a page: stream it, keeping the pages only while they fit in the cache.
-        let kept: Array<Uint8Array> | undefined = []
-        let keptBytes = 0
-        const collect = (chunk: Uint8Array) => {
-          if (kept === undefined) return
-          keptBytes += chunk.byteLength
-          if (keptBytes > largestAnswer) kept = undefined
-          else kept.push(chunk)
-        }
-        const pages = Stream.paginate<Option.Option<Cursor>, Uint8Array>(first.next, (cursor) =>
-          Option.isNone(cursor)
-            ? Effect.succeed([[], Option.none()])
-            : Effect.map(oneServer(updates.page(organizationId, nowMs, cursor.value)), (page) =>
-              [page.entries.length === 0 ? [] : [comma, json(page.entries)], Option.some(page.next)]))
-        return Stream.concat(Stream.fromIterable([encoder.encode("["), json(first.entries)]), pages).pipe(
-          Stream.concat(Stream.make(encoder.encode("]"))),
-          Stream.tap((chunk) => Effect.sync(() => collect(chunk))),
-          Stream.onExit((exit) => Exit.isSuccess(exit) && kept !== undefined ? keep(Buffer.concat(kept)) : Effect.void)
-        )
-      })
-
-      return PublicAnswers.of({
-        boards: Effect.fn("PublicAnswers.boards")(
-          respond("boards", (organizationId, _nowMs, _keep, oneServer) =>
-            Effect.map(oneServer(boards.listPublic(organizationId)), (list) => encoder.encode(JSON.stringify(encodeBoards(list)))))
-        ),
-        updates: Effect.fn("PublicAnswers.updates")(respond("updates", loadUpdates))
-      })
+      return ConditionalAnswers.of({ respond })
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide([Versions.layer, Boards.layer, Updates.layer]))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(Versions.layer))
 }

@@ -1,15 +1,8 @@
-import {
-  RateLimit,
-  type RateLimitedEndpoint,
-  RateLimitExceededError,
-  RateLimits,
-  RateLimitUnavailableError,
-  type WidgetEndpoint
-} from "@hearken/api/effect"
+import { type RateLimitedEndpoint, RateLimitExceededError, RateLimits, RateLimitUnavailableError } from "@hearken/api/effect"
 import { Context, Effect, Layer } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ServerConfig } from "../config.js"
-import * as ErrorBodies from "../http/ErrorBodies.js"
+import * as ErrorBodies from "../edge/ErrorBodies.js"
 import * as Metrics from "../observability/Metrics.js"
 import { bucketOf, clientAddress } from "./ClientIp.js"
 import { type Decision, RateLimiter } from "./RateLimiter.js"
@@ -100,18 +93,6 @@ export class RateLimitGate extends Context.Service<RateLimitGate, {
   /** Over `RateLimiter.layer`: Redis when `REDIS_URL` is set, else in-process. */
   static readonly layer = this.layerNoDeps.pipe(Layer.provide(RateLimiter.layer))
 }
-
-/** The API's `RateLimit` middleware: the gate, before anything else on a widget route. */
-export const layer = Layer.effect(
-  RateLimit,
-  Effect.gen(function*() {
-    const gate = yield* RateLimitGate
-    return (httpEffect, { endpoint }) =>
-      // `rateLimitsCoverTheWidget` (Api.ts) makes every widget identifier a key of the table.
-      Effect.andThen(gate.admit(endpoint.identifier as WidgetEndpoint), httpEffect)
-  })
-)
-
 
 /** A route outside the API behind `endpoint`'s limit, refused with the API's JSON bodies (429, 503). */
 export const limited = (gate: RateLimitGate["Service"], endpoint: RateLimitedEndpoint) =>

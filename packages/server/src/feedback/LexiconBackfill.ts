@@ -1,7 +1,7 @@
 import { Effect, Layer, Schedule } from "effect"
 import { Sanitizer } from "../content/Sanitizer.js"
-import { Posts } from "../feedback/Posts.js"
-import { lexiconOf } from "./lexicon.js"
+import { Posts } from "./Posts.js"
+import { lexiconOf } from "../lexicon/lexicon.js"
 
 /** Posts per round of the back-fill. */
 const batchSize = 500
@@ -10,7 +10,8 @@ const batchSize = 500
  * Computes the lexicon of posts written before it existed, in the
  * background after start-up, 500 at a time. Suggestions find them once done.
  * The lexicon is written by `Posts` (with each post) and read by suggestions;
- * it lives apart from both, so neither feature imports the other.
+ * its wording (`lexicon/lexicon.ts`) lives below both, so neither feature
+ * imports the other, and this back-fill of posts lives with the posts.
  */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const posts = yield* Posts
