@@ -61,7 +61,7 @@ const LexiconSource = Schema.Struct({
   visibility: Schema.Literals(["public", "private"])
 })
 export type LexiconSource = typeof LexiconSource.Type
-const StatusId = Schema.Struct({ id: Schema.String })
+const IdRow = Schema.Struct({ id: Schema.String })
 
 /** The columns of a new post, as `tryInsert` writes them. */
 const PostColumns = Schema.Struct({
@@ -113,7 +113,7 @@ export class Posts extends Context.Service<Posts, {
 
       const defaultStatus = SqlSchema.findOneOption({
         Request: Schema.String,
-        Result: StatusId,
+        Result: IdRow,
         execute: (organizationId) =>
           sql`SELECT id FROM statuses WHERE organization_id = ${organizationId}
               ORDER BY is_default DESC, position, id LIMIT 1`
@@ -225,7 +225,7 @@ export class Posts extends Context.Service<Posts, {
         return yield* Effect.die(new Error(`no free slug for ${base} after ${slugAttempts} attempts`))
       }, orDie)
 
-      const takenSlugs = SqlSchema.findAll({
+      const slugsTaken = SqlSchema.findAll({
         Request: Schema.Struct({ organizationId: Schema.String, slugs: Strings }),
         Result: Slug,
         execute: ({ organizationId, slugs }) =>
@@ -242,10 +242,10 @@ export class Posts extends Context.Service<Posts, {
           const wanted = count - claimed.length
           const last = yield* nextSlugNumbers(organizationId, base, wanted)
           const slugs = Array.from({ length: wanted }, (_, i) => numberedSlug(base, last - wanted + 1 + i))
-          const taken = yield* takenSlugs({ organizationId, slugs })
+          const taken = yield* slugsTaken({ organizationId, slugs })
           if (taken.length > 0) yield* catchUpSlugCounter(organizationId, base)
-          const takenSet = new Set(taken.map((row) => row.slug))
-          claimed.push(...slugs.filter((slug) => !takenSet.has(slug)))
+          const takenSlugs = new Set(taken.map((row) => row.slug))
+          claimed.push(...slugs.filter((slug) => !takenSlugs.has(slug)))
         }
         return claimed
       })
@@ -288,7 +288,7 @@ export class Posts extends Context.Service<Posts, {
 
       const existingPosts = SqlSchema.findAll({
         Request: Strings,
-        Result: StatusId,
+        Result: IdRow,
         execute: (ids) =>
           sql`SELECT id FROM posts WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`
       })
