@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { ServerConfig } from "../config.js"
+import { DatabaseConfig } from "../config/database.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { EmbeddingRepo } from "../embeddings/EmbeddingRepo.js"
 import { poolSessions, poolSize } from "../sql/Database.js"
 import { ReadSql } from "../sql/ReadReplica.js"
@@ -63,7 +64,8 @@ export class Gauges extends Context.Service<Gauges, {
     Gauges,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const config = yield* ServerConfig
+      const database = yield* DatabaseConfig
+      const embeddingsConfig = yield* EmbeddingsConfig
       const webhooks = yield* WebhookRepo
       const embeddings = yield* EmbeddingRepo
       const { replica } = yield* ReadSql
@@ -86,13 +88,13 @@ export class Gauges extends Context.Service<Gauges, {
           yield* Metric.update(webhookOldestDue, queue.oldestDueSeconds)
           yield* Metric.update(webhookPaused, queue.paused)
         }
-        if (Option.isSome(config.embeddings)) {
-          const { model, dimensions } = config.embeddings.value
+        if (Option.isSome(embeddingsConfig.embeddings)) {
+          const { model, dimensions } = embeddingsConfig.embeddings.value
           yield* Metric.update(embeddingsBacklog, yield* embeddings.backlog({ name: model, dimensions }))
         }
-        yield* Metric.update(poolMax, poolSize(config))
+        yield* Metric.update(poolMax, poolSize(database))
         // PGlite has one connection, and no pool to watch.
-        if (Option.isSome(config.databaseUrl)) {
+        if (Option.isSome(database.databaseUrl)) {
           const pool = yield* poolSessions(sql)
           yield* Metric.update(poolOf({ state: "in_use" }), pool.inUse)
           yield* Metric.update(poolOf({ state: "idle" }), pool.idle)
