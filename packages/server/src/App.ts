@@ -49,9 +49,11 @@ import { SuggestionQueries } from "./suggestions/SuggestionQueries.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
 import { PublicUpdates } from "./updates/PublicUpdates.js"
 import { Updates } from "./updates/Updates.js"
+import { DeliveryQueue } from "./webhooks/DeliveryQueue.js"
 import { WebhookOutbox } from "./webhooks/Outbox.js"
+import { OutboxRepo } from "./webhooks/OutboxRepo.js"
 import * as WebhookGauges from "./webhooks/WebhookGauges.js"
-import { WebhookRepo } from "./webhooks/WebhookRepo.js"
+import { WebhookOperatorRepo } from "./webhooks/WebhookOperatorRepo.js"
 import * as WebhookWorker from "./webhooks/WebhookWorker.js"
 import * as WidgetAssets from "./widget/WidgetAssets.js"
 
@@ -59,7 +61,10 @@ import * as WidgetAssets from "./widget/WidgetAssets.js"
  * The repositories, provided once: every service and background layer that
  * needs one is composed here from its `layerNoDeps`.
  */
-const Repositories = Layer.mergeAll(WebhookRepo.layer, EmbeddingRepo.layer, CalibrationRepo.layer)
+/** The webhooks' repositories: the outbox, the delivery queue and the operator's commands. */
+const WebhookRepositories = Layer.mergeAll(OutboxRepo.layer, DeliveryQueue.layer, WebhookOperatorRepo.layer)
+
+const Repositories = Layer.mergeAll(WebhookRepositories, EmbeddingRepo.layer, CalibrationRepo.layer)
 
 /** Suggestions, lexical and semantic, on the shared repositories. */
 const SuggestionsLive = Suggestions.layerNoDeps.pipe(

@@ -6,7 +6,7 @@ import * as Metrics from "../observability/Metrics.js"
 import { concurrency, lateAfterMs, lateSlots, pollMs } from "./limits.js"
 import { WebhookTransport } from "./Transport.js"
 import { persistMs, WebhookDelivery } from "./WebhookDelivery.js"
-import type { ClaimedDelivery, Load } from "./WebhookRepo.js"
+import type { ClaimedDelivery, Load } from "./DeliveryQueue.js"
 
 /** Rings `bell` whenever a delivery is inserted anywhere (NOTIFY from the outbox trigger). */
 const listenForNew = (pg: PgClient.PgClient, ring: Effect.Effect<unknown>) =>
@@ -183,7 +183,7 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  * The webhook worker, a background layer: in the server unless
  * `WEBHOOK_WORKER=false`, or alone (`npm run worker`). Several may run
  * against one database; leases keep them from sending the same attempt twice.
- * Needs the `WebhookRepo`, which `App.ts` provides.
+ * Needs the `DeliveryQueue`, which `App.ts` provides.
  */
 
 /**
