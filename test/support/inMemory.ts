@@ -106,7 +106,7 @@ export const send = (endpoint: Endpoint, sent: Sent = {}): Effect.Effect<Answer,
   Effect.gen(function*() {
     const client = (yield* Widget).widget
     // The typed arguments are placeholders: `Sending` replaces the query or the body they would encode.
-    const placeholder = { organizationId: "placeholder", boardId: "placeholder", title: "", content: "" }
+    const placeholder = { organizationId: "placeholder", boardId: "placeholder", title: "placeholder", content: "" }
     const response = yield* (endpoint === "boards" || endpoint === "updates"
       ? client[endpoint]({ query: { organizationId: "placeholder" }, responseMode: "response-only" })
       : client[endpoint]({ payload: placeholder, responseMode: "response-only" })).pipe(
