@@ -1,6 +1,6 @@
 import { Cause, Clock, Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config.js"
-import { EmbeddingRepo } from "./EmbeddingRepo.js"
+import { EmbeddingIndexes } from "./EmbeddingIndexes.js"
 import { batchSize, EmbeddingRound, type StepResult } from "./EmbeddingRound.js"
 import { type CreatedPost, EmbeddingSignal } from "./EmbeddingSignal.js"
 
@@ -69,8 +69,8 @@ const loop = Effect.gen(function*() {
 export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* ServerConfig
   const round = yield* EmbeddingRound
-  const repo = yield* EmbeddingRepo
-  const prepare = repo.ensureIndex(round.model, { concurrently: Option.isSome(config.databaseUrl) }).pipe(
+  const indexes = yield* EmbeddingIndexes
+  const prepare = indexes.ensureIndex(round.model, { concurrently: Option.isSome(config.databaseUrl) }).pipe(
     Effect.tap((indexed) =>
       indexed ? Effect.void : Effect.logWarning(
         `No vector index for ${round.model.dimensions} dimensions (HNSW indexes up to 4,000): suggestions compare every post of a board`
