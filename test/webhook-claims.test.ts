@@ -6,7 +6,7 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Core } from "../packages/server/dist/App.js"
-import { ServerConfig } from "../packages/server/dist/config.js"
+import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
 import {
   pausePolicy,
   perEndpoint,

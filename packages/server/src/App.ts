@@ -8,7 +8,7 @@ import { Boards } from "./boards/Boards.js"
 import { PublicBoards } from "./boards/PublicBoards.js"
 import { ConditionalAnswers } from "./caching/ConditionalAnswers.js"
 import { Versions } from "./caching/Versions.js"
-import { ServerConfig } from "./config.js"
+import { HttpConfig } from "./config/http.js"
 import { Sanitizer } from "./content/Sanitizer.js"
 import * as Embedder from "./embeddings/Embedder.js"
 import { EmbeddingSignal } from "./embeddings/EmbeddingSignal.js"
@@ -19,9 +19,9 @@ import { Embeddings } from "./embeddings/Embeddings.js"
 import * as ApiDocs from "./docs/Docs.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
-import { Importer } from "./seed/Importer.js"
+import { Importer } from "./import/Importer.js"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
-import { importConfiguredSeed } from "./seed/startup.js"
+import { importConfiguredSeed } from "./import/startup.js"
 import * as Health from "./health/Health.js"
 import * as ConnectionCap from "./http/ConnectionCap.js"
 import * as Drain from "./http/Drain.js"
@@ -121,17 +121,17 @@ const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge
  * first (`http/Drain.ts`).
  */
 const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
-  // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s,
-  // and no connection on which nothing moves for `HTTP_STALL_TIMEOUT_MS`: a client that stops reading a
-  // large answer (`/docs`, a long changelog) would otherwise hold its socket for good (decision 0022).
+  const config = yield* HttpConfig
+  // A public API should not hold sockets for slow clients: headers and the whole request within the
+  // `HttpConfig` limits, and no connection on which nothing moves for `HTTP_STALL_TIMEOUT_MS`: a client that
+  // stops reading a large answer (`/docs`, a long changelog) would otherwise hold its socket for good (decision 0022).
   // And no client address holds more than `MAX_CONNECTIONS_PER_ADDRESS` sockets (decision 0029).
   return Drain.layerServer(() =>
     ConnectionCap.install(NodeErrors.install(createServer({
-      keepAliveTimeout: 5_000,
-      headersTimeout: 10_000,
-      requestTimeout: 30_000,
-      connectionsCheckingInterval: 2_000,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: config.connectionsCheckingIntervalMs,
       // Node would refuse a missing Host with an empty body; `Edge.requestFraming` refuses it in JSON.
       requireHostHeader: false,
       // The API has no upgrades: a request with `Upgrade` is an ordinary one, answered and kept alive as such.
@@ -139,7 +139,7 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
     })).setTimeout(config.httpStallTimeoutMs), config.maxConnectionsPerAddress), {
     port: config.port,
     host: config.host,
-    gracefulShutdownTimeout: "10 seconds"
+    gracefulShutdownTimeout: config.gracefulShutdownTimeout
   })
 }))
 
@@ -189,7 +189,7 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
  * The whole server: the database migrated and seeded first, then HTTP on
  * `PORT`, the suggestion index back-fill, the embedding worker and the
  * suggestions' calibrator when `EMBEDDINGS_URL` is set and, unless `WEBHOOK_WORKER=false`, the webhook
- * worker. Needs `ServerConfig`.
+ * worker. Needs every configuration slice (`config/ServerConfig.ts`).
  */
 export const App = Layer.mergeAll(
   Http,

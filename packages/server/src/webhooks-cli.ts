@@ -2,9 +2,11 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, CliError, Command, Flag } from "effect/cli"
 import { Tooling } from "./App.js"
-import { InvalidConfig, ServerConfig } from "./config.js"
+import { DatabaseConfig } from "./config/database.js"
+import { InvalidConfig } from "./config/InvalidConfig.js"
+import { redactUrl } from "./config/redaction.js"
+import * as ServerConfig from "./config/ServerConfig.js"
 import { reportStartupFailure } from "./startup-failure.js"
-import { redactUrl } from "./redaction.js"
 import { WebhookRepo } from "./webhooks/WebhookRepo.js"
 
 /** `npm run webhooks -- failed | redeliver ID | resume ENDPOINT`: the operator's commands. */
@@ -63,7 +65,7 @@ const webhooks = Command.make("webhooks").pipe(
 
 /** An in-memory embedded database is new and empty in every process: there is nothing to operate on. */
 const requireStoredDatabase = Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* DatabaseConfig
   if (Option.isNone(config.databaseUrl) && config.pgliteDir === "memory") {
     return yield* new InvalidConfig({ variable: "PGLITE_DIR", reason: "is memory: set DATABASE_URL, or the PGLITE_DIR the server uses (stopped)" })
   }

@@ -1,5 +1,5 @@
 import { Effect, Metric, Option } from "effect"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import type { GaugeReader } from "../observability/Gauges.js"
 import { EmbeddingQueue } from "./EmbeddingQueue.js"
 
@@ -9,9 +9,9 @@ const embeddingsBacklog = Metric.gauge("hearken_embeddings_backlog_posts", {
   description: "Public posts without an embedding of their current text for the configured model, database-wide"
 })
 
-export const reader: Effect.Effect<GaugeReader, never, EmbeddingQueue | ServerConfig> = Effect.gen(function*() {
+export const reader: Effect.Effect<GaugeReader, never, EmbeddingQueue | EmbeddingsConfig> = Effect.gen(function*() {
   const queue = yield* EmbeddingQueue
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   return Effect.gen(function*() {
     if (Option.isNone(config.embeddings)) return
     const { model, dimensions } = config.embeddings.value

@@ -1,6 +1,6 @@
 import { Cause, Clock, Context, Effect, Layer, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
-import { ServerConfig } from "../config.js"
+import { WebhookConfig } from "../config/webhooks.js"
 import { linkTo } from "../observability/Tracing.js"
 import * as Metrics from "../observability/Metrics.js"
 import { type AttemptResult, judge, type RetryPolicy } from "./RetryPolicy.js"
@@ -38,7 +38,7 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
   static readonly layerNoDeps = Layer.effect(
     WebhookDelivery,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* WebhookConfig
       const repo = yield* WebhookRepo
       const transport = yield* WebhookTransport
       const policy: RetryPolicy = { maxAttempts: config.webhookMaxAttempts, baseMs: config.webhookRetryBaseMs }

@@ -1,6 +1,6 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Cause, Duration, Effect, Fiber, Layer, Option, Queue } from "effect"
-import { ServerConfig } from "../config.js"
+import { WebhookConfig } from "../config/webhooks.js"
 import { Sessions } from "../sql/Database.js"
 import * as Metrics from "../observability/Metrics.js"
 import { concurrency, lateAfterMs, lateSlots, pollMs } from "./limits.js"
@@ -194,7 +194,7 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  */
 const make = (announce: boolean) =>
   Layer.effectDiscard(Effect.gen(function*() {
-    const config = yield* ServerConfig
+    const config = yield* WebhookConfig
     const { listener } = yield* Sessions
     const inFlight = new Set<Fiber.Fiber<void>>()
     const graceMs = config.webhookTimeoutMs + persistMs + 1_000
@@ -219,6 +219,6 @@ export const layerAlways = make(true)
 
 /** In the server: runs when `WEBHOOK_WORKER` is on (the default). */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* WebhookConfig
   return config.webhookWorker ? make(false) : Layer.empty
 }))
