@@ -13,7 +13,8 @@ import { Sanitizer } from "./content/Sanitizer.js"
 import * as Embedder from "./embeddings/Embedder.js"
 import { EmbeddingSignal } from "./embeddings/EmbeddingSignal.js"
 import * as EmbeddingGauges from "./embeddings/EmbeddingGauges.js"
-import { EmbeddingRepo } from "./embeddings/EmbeddingRepo.js"
+import { EmbeddingIndexes } from "./embeddings/EmbeddingIndexes.js"
+import { EmbeddingQueue } from "./embeddings/EmbeddingQueue.js"
 import { Embeddings } from "./embeddings/Embeddings.js"
 import * as ApiDocs from "./docs/Docs.js"
 import { Feedback } from "./feedback/Feedback.js"
@@ -44,9 +45,11 @@ import * as ReadReplica from "./sql/ReadReplica.js"
 import * as Calibrator from "./suggestions/Calibrator.js"
 import * as LexiconBackfill from "./feedback/LexiconBackfill.js"
 import { CalibrationRepo } from "./suggestions/CalibrationRepo.js"
+import { LexicalSearch } from "./suggestions/LexicalSearch.js"
 import { Semantic } from "./suggestions/Semantic.js"
 import { SuggestionQueries } from "./suggestions/SuggestionQueries.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
+import { VectorSearch } from "./suggestions/VectorSearch.js"
 import { PublicUpdates } from "./updates/PublicUpdates.js"
 import { Updates } from "./updates/Updates.js"
 import { DeliveryQueue } from "./webhooks/DeliveryQueue.js"
@@ -64,7 +67,14 @@ import * as WidgetAssets from "./widget/WidgetAssets.js"
 /** The webhooks' repositories: the outbox, the delivery queue and the operator's commands. */
 const WebhookRepositories = Layer.mergeAll(OutboxRepo.layer, DeliveryQueue.layer, WebhookOperatorRepo.layer)
 
-const Repositories = Layer.mergeAll(WebhookRepositories, EmbeddingRepo.layer, CalibrationRepo.layer)
+const Repositories = Layer.mergeAll(
+  WebhookRepositories,
+  EmbeddingQueue.layer,
+  EmbeddingIndexes.layer,
+  VectorSearch.layer,
+  LexicalSearch.layer,
+  CalibrationRepo.layer
+)
 
 /** Suggestions, lexical and semantic, on the shared repositories. */
 const SuggestionsLive = Suggestions.layerNoDeps.pipe(

@@ -1,7 +1,7 @@
 import { Cause, Clock, Effect, Layer, Option } from "effect"
 import { DatabaseConfig } from "../config/database.js"
 import { EmbeddingsConfig } from "../config/embeddings.js"
-import { EmbeddingRepo } from "./EmbeddingRepo.js"
+import { EmbeddingIndexes } from "./EmbeddingIndexes.js"
 import { batchSize, EmbeddingRound, type StepResult } from "./EmbeddingRound.js"
 import { type CreatedPost, EmbeddingSignal } from "./EmbeddingSignal.js"
 
@@ -70,8 +70,8 @@ const loop = Effect.gen(function*() {
 export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
   const database = yield* DatabaseConfig
   const round = yield* EmbeddingRound
-  const repo = yield* EmbeddingRepo
-  const prepare = repo.ensureIndex(round.model, { concurrently: Option.isSome(database.databaseUrl) }).pipe(
+  const indexes = yield* EmbeddingIndexes
+  const prepare = indexes.ensureIndex(round.model, { concurrently: Option.isSome(database.databaseUrl) }).pipe(
     Effect.tap((indexed) =>
       indexed ? Effect.void : Effect.logWarning(
         `No vector index for ${round.model.dimensions} dimensions (HNSW indexes up to 4,000): suggestions compare every post of a board`
