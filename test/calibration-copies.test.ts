@@ -1,9 +1,11 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { EmbeddingRepo, exactUpTo, vectorLiteral } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
+import { EmbeddingIndexes } from "../packages/server/dist/embeddings/EmbeddingIndexes.js"
+import { vectorLiteral } from "../packages/server/dist/embeddings/Vectors.js"
 import { lexiconOf } from "../packages/server/dist/lexicon/lexicon.js"
 import { ownBackgroundFrom, pairBelow, pValue } from "../packages/server/dist/suggestions/calibration.js"
+import { exactUpTo, VectorSearch } from "../packages/server/dist/suggestions/VectorSearch.js"
 import { onFreshDatabase } from "./support/repository.js"
 
 /**
@@ -20,7 +22,7 @@ const model = { name: "copies-model", dimensions: 8 }
 const at = (angle: number) => [Math.cos(angle), Math.sin(angle), 0, 0, 0, 0, 0, 0]
 const cosine = (a: number, b: number) => 1 - Math.cos(a - b)
 
-const Env = onFreshDatabase(EmbeddingRepo.layer)
+const Env = onFreshDatabase(Layer.mergeAll(EmbeddingIndexes.layer, VectorSearch.layer))
 
 interface Post {
   readonly id: string
@@ -97,9 +99,10 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a board's nearest-ne
   it.effect("count posts with the same words once, on a board compared pair by pair", () =>
     Effect.gen(function*() {
       yield* seed
-      const repo = yield* EmbeddingRepo
-      assert.strictEqual(yield* repo.ensureIndex(model, { concurrently: false }), true)
-      const distances = yield* repo.neighbourDistances(model, "b_pairs", 200)
+      const indexes = yield* EmbeddingIndexes
+      const vectors = yield* VectorSearch
+      assert.strictEqual(yield* indexes.ensureIndex(model, { concurrently: false }), true)
+      const distances = yield* vectors.neighbourDistances(model, "b_pairs", 200)
       // Three texts: the PDF export (nearest: a dark mode), the dark mode (drawn once, as its first post; nearest:
       // the PDF export, not another dark mode) and the sign-on (nearest: the PDF export).
       expect(distances.length).toBe(3)
@@ -110,8 +113,8 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a board's nearest-ne
   it.effect("count a text drawn several times once, and never as a 0, on a board measured through the index", () =>
     Effect.gen(function*() {
       assert.isAbove(walked.length, exactUpTo)
-      const repo = yield* EmbeddingRepo
-      const distances = yield* repo.neighbourDistances(model, "b_walk", 200)
+      const vectors = yield* VectorSearch
+      const distances = yield* vectors.neighbourDistances(model, "b_walk", 200)
       // The copy's nearest other text is the farthest request: once at most. Every other text's is a next request.
       const copy = cosine(copyAngle, step * 349)
       const [requests, copies] = [distances.filter((d) => d < 1e-4), distances.filter((d) => d >= 1e-4)]
@@ -124,8 +127,8 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a board's nearest-ne
 
   it.effect("count near-exact copies once, on a board compared pair by pair", () =>
     Effect.gen(function*() {
-      const repo = yield* EmbeddingRepo
-      const distances = yield* repo.neighbourDistances(model, "b_near", 200)
+      const vectors = yield* VectorSearch
+      const distances = yield* vectors.neighbourDistances(model, "b_near", 200)
       // One post of each pair is drawn (its first), and its nearest neighbour is never the other: the dark mode's
       // is the night theme (two words changed), the PDF export's too, the sign-on's the receipts; the night
       // theme's is the dark mode's copy. A hundredth of a radian (5e-5) is nowhere.
@@ -137,8 +140,8 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("a board's nearest-ne
   it.effect("count near-exact copies once, on a board measured through the index", () =>
     Effect.gen(function*() {
       assert.isAbove(nearWalked.length, exactUpTo)
-      const repo = yield* EmbeddingRepo
-      const distances = yield* repo.neighbourDistances(model, "b_near_walk", 200)
+      const vectors = yield* VectorSearch
+      const distances = yield* vectors.neighbourDistances(model, "b_near_walk", 200)
       // Every text's nearest neighbour is the next or the previous one's copy (4/5 of a step), never its own (1/5).
       for (const d of distances) expect(d).toBeGreaterThan(cosine(0, nearStep * 0.6))
       // 200 drawn of 320 posts: about 60 pairs are drawn whole, and count once (drawing no pair whole: under 1e-30).

@@ -6,9 +6,9 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Core } from "../packages/server/dist/App.js"
-import { ServerConfig } from "../packages/server/dist/config.js"
+import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
 import { batchSize, EmbeddingRound, maxRetryMs } from "../packages/server/dist/embeddings/EmbeddingRound.js"
-import { EmbeddingRepo } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
+import { EmbeddingQueue } from "../packages/server/dist/embeddings/EmbeddingQueue.js"
 import { embeddingInput, Embeddings, inInputOrder, vectorProblem } from "../packages/server/dist/embeddings/Embeddings.js"
 import { createDatabase } from "./support/database.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
@@ -43,7 +43,7 @@ describe("an embeddings answer", () => {
     expect(vectorProblem([1, Infinity, 0], 3)).toBe("a vector has a value that is not a finite number")
     expect(vectorProblem([1, "0.5", 0], 3)).toBe("a vector is not a list of numbers")
     expect(vectorProblem("AAAA", 3)).toBe("a vector is not a list of numbers")
-    // 3,000 dimensions are indexed as halfvec (EmbeddingRepo's indexKind): 65504 is its largest value.
+    // 3,000 dimensions are indexed as halfvec (`indexKind`, `Vectors.ts`): 65504 is its largest value.
     const wide = (x: number) => Array.from({ length: 3_000 }, (_, i) => (i === 0 ? x : 0))
     expect(vectorProblem(wide(65_504), 3_000)).toBeUndefined()
     expect(vectorProblem(wide(-70_000), 3_000)).toBe("a vector has a value beyond half precision (over 65504), which the index of 3000 dimensions stores")
@@ -311,12 +311,12 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the embedding round,
 
   it.effect("takes over the posts of a worker whose lease ran out, not before", () =>
     virtual(Effect.gen(function*() {
-      const repo = yield* EmbeddingRepo
+      const queue = yield* EmbeddingQueue
       const embeddings = yield* Embeddings
       const model = Option.getOrThrow(embeddings.model)
       const { round, t0 } = yield* fresh
       // A worker that leased every post and died.
-      const leased = yield* repo.claim({ model, nowMs: t0, limit: 100, leaseMs: 60_000, token: "dead-worker" })
+      const leased = yield* queue.claim({ model, nowMs: t0, limit: 100, leaseMs: 60_000, token: "dead-worker" })
       assert.strictEqual(leased.length, posts)
       assert.strictEqual((yield* round.run()).claimed, 0)
       yield* TestClock.adjust(60_000)

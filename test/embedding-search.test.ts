@@ -1,7 +1,9 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Schedule } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { EmbeddingRepo, indexName, vectorLiteral } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
+import { EmbeddingIndexes } from "../packages/server/dist/embeddings/EmbeddingIndexes.js"
+import { indexName, vectorLiteral } from "../packages/server/dist/embeddings/Vectors.js"
+import { VectorSearch } from "../packages/server/dist/suggestions/VectorSearch.js"
 import { onFreshDatabase } from "./support/repository.js"
 
 /**
@@ -17,7 +19,7 @@ const other = { name: "other-model", dimensions: 8 }
 const at = (angle: number) => [Math.cos(angle), Math.sin(angle), 0, 0, 0, 0, 0, 0]
 const query = at(0)
 
-const Env = onFreshDatabase(EmbeddingRepo.layer)
+const Env = onFreshDatabase(Layer.mergeAll(EmbeddingIndexes.layer, VectorSearch.layer))
 
 const seed = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -66,9 +68,9 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the vector search", 
   it.effect("creates the model's partial HNSW index once, and finds the index valid after", () =>
     Effect.gen(function*() {
       yield* seed
-      const repo = yield* EmbeddingRepo
-      assert.strictEqual(yield* repo.ensureIndex(model, { concurrently: true }), true)
-      assert.strictEqual(yield* repo.ensureIndex(model, { concurrently: true }), true)
+      const embeddingIndexes = yield* EmbeddingIndexes
+      assert.strictEqual(yield* embeddingIndexes.ensureIndex(model, { concurrently: true }), true)
+      assert.strictEqual(yield* embeddingIndexes.ensureIndex(model, { concurrently: true }), true)
       const sql = yield* SqlClient.SqlClient
       const indexes = yield* sql<{ indexdef: string }>`SELECT indexdef FROM pg_indexes WHERE indexname = ${indexName(model)}`
       expect(indexes.map((i) => i.indexdef)).toEqual([
@@ -76,17 +78,17 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the vector search", 
       ])
       // Past 2,000 dimensions the index is on half precision; past 4,000 there is none.
       const large = { name: "large", dimensions: 3_072 }
-      assert.strictEqual(yield* repo.ensureIndex(large, { concurrently: false }), true)
+      assert.strictEqual(yield* embeddingIndexes.ensureIndex(large, { concurrently: false }), true)
       const [halfvec] = yield* sql<{ indexdef: string }>`SELECT indexdef FROM pg_indexes WHERE indexname = ${indexName(large)}`
       expect(halfvec?.indexdef).toContain("USING hnsw (((embedding)::halfvec(3072)) halfvec_cosine_ops) WHERE ((model = 'large'::text) AND (dimensions = 3072))")
-      assert.strictEqual(yield* repo.ensureIndex({ name: "huge", dimensions: 5_000 }, { concurrently: false }), false)
+      assert.strictEqual(yield* embeddingIndexes.ensureIndex({ name: "huge", dimensions: 5_000 }, { concurrently: false }), false)
     }))
 
   it.effect("answers in full, through the index, from a board whose posts are all farther than 3,000 of another board's", () =>
     Effect.gen(function*() {
-      const repo = yield* EmbeddingRepo
+      const vectors = yield* VectorSearch
       const before = yield* indexScans
-      const near = yield* repo.nearest(model, { organizationId: "org_s", boardId: "b_small", vector: query, limit: 5 })
+      const near = yield* vectors.nearest(model, { organizationId: "org_s", boardId: "b_small", vector: query, limit: 5 })
       expect(near.map((n) => n.id)).toEqual(["small_0", "small_1", "small_2", "small_3", "small_4"])
       for (const [i, n] of near.entries()) expect(n.distance).toBeCloseTo(1 - Math.cos(1 + 0.0001 * i), 5)
       expect(yield* indexScansAbove(before)).toBeGreaterThan(before)
@@ -94,15 +96,15 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the vector search", 
 
   it.effect("never answers with a private post, a private board's, another organization's, or another model's vector", () =>
     Effect.gen(function*() {
-      const repo = yield* EmbeddingRepo
+      const vectors = yield* VectorSearch
       const ids = (boardId: string, organizationId = "org_s") =>
-        repo.nearest(model, { organizationId, boardId, vector: query, limit: 5 }).pipe(Effect.map((near) => near.map((n) => n.id)))
+        vectors.nearest(model, { organizationId, boardId, vector: query, limit: 5 }).pipe(Effect.map((near) => near.map((n) => n.id)))
       expect(yield* ids("b_small")).not.toContain("small_private")
       expect(yield* ids("b_small")).not.toContain("small_other_model")
       expect(yield* ids("b_hidden")).toEqual([])
       expect(yield* ids("b_t")).toEqual([])
       expect(yield* ids("b_t", "org_t")).toEqual(["t_post"])
-      expect(yield* repo.nearest(other, { organizationId: "org_s", boardId: "b_small", vector: query, limit: 5 }).pipe(
+      expect(yield* vectors.nearest(other, { organizationId: "org_s", boardId: "b_small", vector: query, limit: 5 }).pipe(
         Effect.map((near) => near.map((n) => n.id))
       )).toEqual(["small_other_model"])
     }))

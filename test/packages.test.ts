@@ -225,8 +225,9 @@ describe("the tarballs", () => {
 
   it("@hearken/widget holds widget.js and the modules it imports, embed.js, the types, the README and the LICENSE", () => {
     const locales = ["ar", "de", "es", "fr", "he", "it", "ja", "ko", "nl", "pl", "pt", "pt-PT", "ru", "tr", "zh-Hans"]
-    const types = ["accent", "dom", "embed", "frame", "i18n", "index", "launcher", "links", "messages", "options", "protocol",
-      "scheduler", "sibling", "suggestions", "theme", "ui", "updates", ...locales.map((l) => `locales/${l}`)]
+    const types = ["accent", "boards", "checks", "context", "controller", "dom", "embed", "emitter", "form", "frame", "i18n", "index",
+      "launcher", "links", "messages", "options", "protocol", "scheduler", "sibling", "suggestions", "tabs", "theme", "ui", "updates",
+      ...locales.map((l) => `locales/${l}`)]
     expect(widget.files).toEqual([
       "LICENSE",
       "README.md",

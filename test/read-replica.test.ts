@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServerConfig } from "../packages/server/dist/config.js"
+import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
 import * as Database from "../packages/server/dist/sql/Database.js"
 import * as ReadReplica from "../packages/server/dist/sql/ReadReplica.js"
 import { startFakeEmbeddings } from "./support/embeddings.js"

@@ -5,10 +5,11 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { ServerConfig } from "../packages/server/dist/config.js"
+import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
 import { Sanitizer } from "../packages/server/dist/content/Sanitizer.js"
 import * as Database from "../packages/server/dist/sql/Database.js"
 import * as ReadReplica from "../packages/server/dist/sql/ReadReplica.js"
+import { LexicalSearch } from "../packages/server/dist/suggestions/LexicalSearch.js"
 import { Semantic } from "../packages/server/dist/suggestions/Semantic.js"
 import { gaveWayLog, SuggestionQueries } from "../packages/server/dist/suggestions/SuggestionQueries.js"
 import { Suggestions } from "../packages/server/dist/suggestions/Suggestions.js"
@@ -195,7 +196,7 @@ describe("a large board's last known size, on the TestClock", () => {
   const suggestionsOn = (url: string) =>
     Suggestions.layerNoDeps.pipe(
       Layer.provide(Layer.succeed(Semantic, Semantic.of({ nearest: () => Effect.succeedNone }))),
-      Layer.provide(SuggestionQueries.layer),
+      Layer.provide([SuggestionQueries.layer, LexicalSearch.layer]),
       Layer.provide(Sanitizer.layer),
       Layer.provide(ReadReplica.layer),
       Layer.provide(Database.layer),

@@ -1,6 +1,7 @@
-import { describe, expect, it } from "vitest"
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
-import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { inMemoryServer, post } from "./support/inMemory.js"
 
 const p = fixturePost
 
@@ -22,74 +23,82 @@ fixture.organizations[1]!.posts = [
   { id: "p_other_dark", boardId: "b_other", title: "Dark mode", content: "<p>dark mode please</p>" }
 ]
 
-const server = useServer(() => startSeededServer(fixture))
-
 const suggest = (body: Record<string, unknown>) =>
-  postJson(`${server.api}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", content: "", ...body })
+  post("suggestions", { organizationId: "org_acme", boardId: "b_feat", content: "", ...body })
 
 const ids = (res: { body: Array<{ id: string }> }) => res.body.map((m) => m.id)
 
-describe("POST /suggestions (lexical)", () => {
-  it("finds similar public posts of the board, best first, with exactly the spec's fields", async () => {
-    const res = await suggest({ title: "dark mode", content: "a dark theme please" })
-    expect(res.status).toBe(200)
-    expect(ids(res)[0]).toBe("p_dark")
-    expect(ids(res)).toContain("p_dark2")
-    expect(res.body[0]).toEqual({ id: "p_dark", title: "Dark mode", excerpt: "Please add a dark theme for the dashboard", slug: "dark-mode" })
-  })
-
-  it("never returns private posts, posts of other boards, or other organizations' posts", async () => {
-    const res = await suggest({ title: "dark mode", content: "dark mode dark theme crash admins private board" })
-    for (const id of ["p_private", "p_bug_dark", "p_secret_board", "p_other_dark"]) expect(ids(res)).not.toContain(id)
-  })
-
-  it("answers [] for a private, unknown or foreign board", async () => {
-    for (const boardId of ["b_private", "b_nope", "b_other"]) {
-      const res = await suggest({ boardId, title: "dark mode" })
-      expect(res).toMatchObject({ status: 200, body: [] })
-    }
-    const foreignOrg = await suggest({ organizationId: "org_other", boardId: "b_feat", title: "dark mode" })
-    expect(foreignOrg.body).toEqual([])
-  })
-
-  it("returns at most 5 items", async () => {
-    const res = await suggest({ title: "notification sound option", content: "notification sound" })
-    expect(res.body).toHaveLength(5)
-  })
-
-  it("matches words in other languages", async () => {
-    expect(ids(await suggest({ title: "thème sombre" }))).toContain("p_fr")
-    expect(ids(await suggest({ title: "dunklen Modus" }))).toContain("p_de")
-    expect(ids(await suggest({ title: "тёмная тема" }))).toContain("p_ru")
-  })
-
-  it("tolerates a typo through trigram similarity", async () => {
-    expect(ids(await suggest({ title: "Slak integraton" }))).toContain("p_slack")
-  })
-
-  it("matches on the draft body as well as the title", async () => {
-    expect(ids(await suggest({ title: "Idea", content: "<p>a <b>spreadsheet</b> export</p>" }))).toContain("p_export")
-  })
-
-  it("answers [] for an empty draft and for punctuation only", async () => {
-    expect((await suggest({ title: "" })).body).toEqual([])
-    expect((await suggest({ title: "?!'\"&|:*()<>", content: "'''" })).body).toEqual([])
-  })
-
-  it("is not confused by tsquery syntax in the draft", async () => {
-    const res = await suggest({ title: "dark & | ! ( ) : * ' mode <-> \\", content: "' OR 1=1 --" })
-    expect(res.status).toBe(200)
-    expect(ids(res)[0]).toBe("p_dark")
-  })
-
-  it("answers 200 to any script, and 400 to a draft carrying half a character (a lone surrogate)", async () => {
-    for (const title of ["𞤀𞤁𞤂 𞤃𞤄", "हिन्दी में खोज", "ค้นหาไม่เจอ"]) {
-      const res = await suggest({ title, content: title })
+layer(inMemoryServer(fixture), { excludeTestServices: true })("POST /suggestions (lexical)", (it) => {
+  it.effect("finds similar public posts of the board, best first, with exactly the spec's fields", () =>
+    Effect.gen(function*() {
+      const res = yield* suggest({ title: "dark mode", content: "a dark theme please" })
       expect(res.status).toBe(200)
-      expect(Array.isArray(res.body)).toBe(true)
-    }
-    const half = await suggest({ title: "half \ud83a a character", content: "x" })
-    expect(half.status).toBe(400)
-    expect(half.body).toEqual({ _tag: "DataValidationError", message: "title: Expected a string without lone UTF-16 surrogates" })
-  })
+      expect(ids(res)[0]).toBe("p_dark")
+      expect(ids(res)).toContain("p_dark2")
+      expect(res.body[0]).toEqual({ id: "p_dark", title: "Dark mode", excerpt: "Please add a dark theme for the dashboard", slug: "dark-mode" })
+    }))
+
+  it.effect("never returns private posts, posts of other boards, or other organizations' posts", () =>
+    Effect.gen(function*() {
+      const res = yield* suggest({ title: "dark mode", content: "dark mode dark theme crash admins private board" })
+      for (const id of ["p_private", "p_bug_dark", "p_secret_board", "p_other_dark"]) expect(ids(res)).not.toContain(id)
+    }))
+
+  it.effect("answers [] for a private, unknown or foreign board", () =>
+    Effect.gen(function*() {
+      for (const boardId of ["b_private", "b_nope", "b_other"]) {
+        const res = yield* suggest({ boardId, title: "dark mode" })
+        expect(res).toMatchObject({ status: 200, body: [] })
+      }
+      const foreignOrg = yield* suggest({ organizationId: "org_other", boardId: "b_feat", title: "dark mode" })
+      expect(foreignOrg.body).toEqual([])
+    }))
+
+  it.effect("returns at most 5 items", () =>
+    Effect.gen(function*() {
+      const res = yield* suggest({ title: "notification sound option", content: "notification sound" })
+      expect(res.body).toHaveLength(5)
+    }))
+
+  it.effect("matches words in other languages", () =>
+    Effect.gen(function*() {
+      expect(ids(yield* suggest({ title: "thème sombre" }))).toContain("p_fr")
+      expect(ids(yield* suggest({ title: "dunklen Modus" }))).toContain("p_de")
+      expect(ids(yield* suggest({ title: "тёмная тема" }))).toContain("p_ru")
+    }))
+
+  it.effect("tolerates a typo through trigram similarity", () =>
+    Effect.gen(function*() {
+      expect(ids(yield* suggest({ title: "Slak integraton" }))).toContain("p_slack")
+    }))
+
+  it.effect("matches on the draft body as well as the title", () =>
+    Effect.gen(function*() {
+      expect(ids(yield* suggest({ title: "Idea", content: "<p>a <b>spreadsheet</b> export</p>" }))).toContain("p_export")
+    }))
+
+  it.effect("answers [] for an empty draft and for punctuation only", () =>
+    Effect.gen(function*() {
+      expect((yield* suggest({ title: "" })).body).toEqual([])
+      expect((yield* suggest({ title: "?!'\"&|:*()<>", content: "'''" })).body).toEqual([])
+    }))
+
+  it.effect("is not confused by tsquery syntax in the draft", () =>
+    Effect.gen(function*() {
+      const res = yield* suggest({ title: "dark & | ! ( ) : * ' mode <-> \\", content: "' OR 1=1 --" })
+      expect(res.status).toBe(200)
+      expect(ids(res)[0]).toBe("p_dark")
+    }))
+
+  it.effect("answers 200 to any script, and 400 to a draft carrying half a character (a lone surrogate)", () =>
+    Effect.gen(function*() {
+      for (const title of ["𞤀𞤁𞤂 𞤃𞤄", "हिन्दी में खोज", "ค้นหาไม่เจอ"]) {
+        const res = yield* suggest({ title, content: title })
+        expect(res.status).toBe(200)
+        expect(Array.isArray(res.body)).toBe(true)
+      }
+      const half = yield* suggest({ title: "half \ud83a a character", content: "x" })
+      expect(half.status).toBe(400)
+      expect(half.body).toEqual({ _tag: "DataValidationError", message: "title: Expected a string without lone UTF-16 surrogates" })
+    }))
 })

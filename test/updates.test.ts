@@ -1,6 +1,7 @@
-import { describe, expect, it } from "vitest"
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
 import { baseFixture } from "./support/fixtures.js"
-import { getJson, startSeededServer, useServer } from "./support/server.js"
+import { get, inMemoryServer, query } from "./support/inMemory.js"
 
 const fixture = baseFixture()
 fixture.organizations[0]!.updates = [
@@ -39,76 +40,79 @@ const hidden = [
 ]
 ;(fixture.organizations[2] as Record<string, unknown>)["updates"] = [...hidden, ...long]
 
-const server = useServer(() => startSeededServer(fixture))
+layer(inMemoryServer(fixture), { excludeTestServices: true })("GET /updates", (it) => {
+  it.effect("returns published entries only, newest first, ties by id ascending", () =>
+    Effect.gen(function*() {
+      const res = yield* get("updates?organizationId=org_acme")
+      expect(res.status).toBe(200)
+      expect(res.body.map((u: { id: string }) => u.id)).toEqual(["u_tie_a", "u_tie_b", "u_rich", "u_excerpt", "u_old"])
+    }))
 
-describe("GET /updates", () => {
-  it("returns published entries only, newest first, ties by id ascending", async () => {
-    const res = await getJson(`${server.api}/updates?organizationId=org_acme`)
-    expect(res.status).toBe(200)
-    expect(res.body.map((u: { id: string }) => u.id)).toEqual(["u_tie_a", "u_tie_b", "u_rich", "u_excerpt", "u_old"])
-  })
+  it.effect("serves exactly the spec's fields, sanitized HTML and a plain-text excerpt", () =>
+    Effect.gen(function*() {
+      const res = yield* get("updates?organizationId=org_acme")
+      const rich = res.body.find((u: { id: string }) => u.id === "u_rich")
+      expect(Object.keys(rich).sort()).toEqual(["content", "excerpt", "id", "imageUrl", "publishedAt", "slug", "title"])
+      expect(rich.content).toBe(
+        `<h2>New&nbsp;things</h2><p>Fish &amp; chips &lt;3</p><img src="https://cdn.example.com/a.png">` +
+          `<a rel="noopener noreferrer nofollow ugc">bad</a>`
+      )
+      expect(rich.excerpt).toBe("New things Fish & chips <3 bad")
+      expect(rich.imageUrl).toBe("https://cdn.example.com/cover.png")
+      expect(rich.publishedAt).toBe("2026-02-01T00:00:00.000Z")
+    }))
 
-  it("serves exactly the spec's fields, sanitized HTML and a plain-text excerpt", async () => {
-    const res = await getJson(`${server.api}/updates?organizationId=org_acme`)
-    const rich = res.body.find((u: { id: string }) => u.id === "u_rich")
-    expect(Object.keys(rich).sort()).toEqual(["content", "excerpt", "id", "imageUrl", "publishedAt", "slug", "title"])
-    expect(rich.content).toBe(
-      `<h2>New&nbsp;things</h2><p>Fish &amp; chips &lt;3</p><img src="https://cdn.example.com/a.png">` +
-        `<a rel="noopener noreferrer nofollow ugc">bad</a>`
-    )
-    expect(rich.excerpt).toBe("New things Fish & chips <3 bad")
-    expect(rich.imageUrl).toBe("https://cdn.example.com/cover.png")
-    expect(rich.publishedAt).toBe("2026-02-01T00:00:00.000Z")
-  })
+  it.effect("normalizes a given excerpt to plain text and defaults imageUrl to null", () =>
+    Effect.gen(function*() {
+      const res = yield* get("updates?organizationId=org_acme")
+      const given = res.body.find((u: { id: string }) => u.id === "u_excerpt")
+      expect(given.excerpt).toBe("Short summary & more")
+      expect(given.imageUrl).toBeNull()
+    }))
 
-  it("normalizes a given excerpt to plain text and defaults imageUrl to null", async () => {
-    const res = await getJson(`${server.api}/updates?organizationId=org_acme`)
-    const given = res.body.find((u: { id: string }) => u.id === "u_excerpt")
-    expect(given.excerpt).toBe("Short summary & more")
-    expect(given.imageUrl).toBeNull()
-  })
+  it.effect("keeps organizations apart and answers [] for an unknown one", () =>
+    Effect.gen(function*() {
+      const other = yield* get("updates?organizationId=org_other")
+      expect(other.body.map((u: { id: string }) => u.id)).toEqual(["u_other"])
+      const none = yield* get("updates?organizationId=nobody")
+      expect(none).toMatchObject({ status: 200, body: [] })
+    }))
 
-  it("keeps organizations apart and answers [] for an unknown one", async () => {
-    const other = await getJson(`${server.api}/updates?organizationId=org_other`)
-    expect(other.body.map((u: { id: string }) => u.id)).toEqual(["u_other"])
-    const none = await getJson(`${server.api}/updates?organizationId=nobody`)
-    expect(none).toMatchObject({ status: 200, body: [] })
-  })
+  it.effect("serves a changelog longer than a page whole, in order, sanitized, and the same again from the cache", () =>
+    Effect.gen(function*() {
+      const expected = [...long].sort((a, b) =>
+        a.publishedAt === b.publishedAt ? (a.id < b.id ? -1 : 1) : (a.publishedAt < b.publishedAt ? 1 : -1))
+      const first = yield* get("updates?organizationId=org_nostatus")
+      expect(first.status).toBe(200)
+      expect(first.headers.get("content-type")).toBe("application/json")
+      const body = JSON.parse(first.text) as Array<{ id: string; content: string; publishedAt: string }>
+      expect(body.map((u) => u.id)).toEqual(expected.map((u) => u.id))
+      expect(body.find((u) => u.id === "u_long_200")!.content).toBe("<p>Entry <b>200</b></p>")
+      const again = yield* get("updates?organizationId=org_nostatus")
+      expect(again.headers.get("etag")).toBe(first.headers.get("etag"))
+      expect(again.text).toBe(first.text)
+    }))
 
-  it("serves a changelog longer than a page whole, in order, sanitized, and the same again from the cache", async () => {
-    const expected = [...long].sort((a, b) =>
-      a.publishedAt === b.publishedAt ? (a.id < b.id ? -1 : 1) : (a.publishedAt < b.publishedAt ? 1 : -1))
-    const first = await fetch(`${server.api}/updates?organizationId=org_nostatus`)
-    expect(first.status).toBe(200)
-    expect(first.headers.get("content-type")).toBe("application/json")
-    const text = await first.text()
-    const body = JSON.parse(text) as Array<{ id: string; content: string; publishedAt: string }>
-    expect(body.map((u) => u.id)).toEqual(expected.map((u) => u.id))
-    expect(body.find((u) => u.id === "u_long_200")!.content).toBe("<p>Entry <b>200</b></p>")
-    const again = await fetch(`${server.api}/updates?organizationId=org_nostatus`)
-    expect(again.headers.get("etag")).toBe(first.headers.get("etag"))
-    expect(await again.text()).toBe(text)
-  })
+  it.effect("keeps content as served, and sanitizes an entry again when its HTML changes", () =>
+    Effect.gen(function*() {
+      yield* get("updates?organizationId=org_nostatus")
+      const kept = yield* query((sql) => sql`SELECT count(*)::int AS n FROM update_html WHERE update_id LIKE 'u_long_%'`)
+      expect(kept).toEqual([{ n: 450 }])
+      // What is kept is what is served while the entry's HTML is unchanged…
+      yield* query((sql) => sql`UPDATE update_html SET html = '<p>kept</p>' WHERE update_id = 'u_long_001'`)
+      // …and an entry whose HTML changed is sanitized again (another process's write: the tag changes too).
+      yield* query((sql) => sql`UPDATE updates SET content = '<p>New <b>text</b><script>x()</script></p>' WHERE id = 'u_long_002'`)
+      const res = yield* get("updates?organizationId=org_nostatus")
+      const byId = new Map(res.body.map((u: { id: string; content: string }) => [u.id, u.content]))
+      expect(byId.get("u_long_001")).toBe("<p>kept</p>")
+      expect(byId.get("u_long_002")).toBe("<p>New <b>text</b></p>")
+      expect(byId.get("u_long_003")).toBe("<p>Entry <b>3</b></p>")
+    }))
 
-  it("keeps content as served, and sanitizes an entry again when its HTML changes", async () => {
-    await getJson(`${server.api}/updates?organizationId=org_nostatus`)
-    const kept = await server.db.query((sql) => sql`SELECT count(*)::int AS n FROM update_html WHERE update_id LIKE 'u_long_%'`)
-    expect(kept).toEqual([{ n: 450 }])
-    // What is kept is what is served while the entry's HTML is unchanged…
-    await server.db.query((sql) => sql`UPDATE update_html SET html = '<p>kept</p>' WHERE update_id = 'u_long_001'`)
-    // …and an entry whose HTML changed is sanitized again (another process's write: the tag changes too).
-    await server.db.query((sql) =>
-      sql`UPDATE updates SET content = '<p>New <b>text</b><script>x()</script></p>' WHERE id = 'u_long_002'`)
-    const res = await getJson(`${server.api}/updates?organizationId=org_nostatus`)
-    const byId = new Map(res.body.map((u: { id: string; content: string }) => [u.id, u.content]))
-    expect(byId.get("u_long_001")).toBe("<p>kept</p>")
-    expect(byId.get("u_long_002")).toBe("<p>New <b>text</b></p>")
-    expect(byId.get("u_long_003")).toBe("<p>Entry <b>3</b></p>")
-  })
-
-  it("refuses a missing organizationId with 400 DataValidationError", async () => {
-    const res = await getJson(`${server.api}/updates`)
-    expect(res.status).toBe(400)
-    expect(res.body).toEqual({ _tag: "DataValidationError", message: "organizationId: is required" })
-  })
+  it.effect("refuses a missing organizationId with 400 DataValidationError", () =>
+    Effect.gen(function*() {
+      const res = yield* get("updates")
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual({ _tag: "DataValidationError", message: "organizationId: is required" })
+    }))
 })

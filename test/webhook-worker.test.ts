@@ -6,11 +6,12 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Core } from "../packages/server/dist/App.js"
-import { ServerConfig } from "../packages/server/dist/config.js"
+import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
 import { Feedback } from "../packages/server/dist/feedback/Feedback.js"
-import { redactUrl } from "../packages/server/dist/redaction.js"
+import { redactUrl } from "../packages/server/dist/config/redaction.js"
 import { backoffMs, judge, parseRetryAfter } from "../packages/server/dist/webhooks/RetryPolicy.js"
-import { WebhookRepo } from "../packages/server/dist/webhooks/WebhookRepo.js"
+import { OutboxRepo } from "../packages/server/dist/webhooks/OutboxRepo.js"
+import { WebhookOperatorRepo } from "../packages/server/dist/webhooks/WebhookOperatorRepo.js"
 import { concurrency, leaseMs, pausePolicy, perEndpoint } from "../packages/server/dist/webhooks/limits.js"
 import { WebhookDelivery } from "../packages/server/dist/webhooks/WebhookDelivery.js"
 import { createDatabase } from "./support/database.js"
@@ -240,7 +241,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
     // Seeded, so that no backoff draws 0 ms and no retry falls due inside the burst.
     virtual(Effect.gen(function*() {
       const receiver = yield* TestReceiver
-      const repo = yield* WebhookRepo
+      const operator = yield* WebhookOperatorRepo
       let failing = true
       receiver.on("/org_pause", () => ({ status: failing ? 503 : 200 }))
       const lines: Array<string> = []
@@ -283,7 +284,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       assert.strictEqual(yield* deliverDue, 0)
 
       failing = false
-      const resumed = yield* repo.resume("wh_org_pause")
+      const resumed = yield* operator.resume("wh_org_pause")
       assert.deepStrictEqual(resumed, { wasPaused: true, released: held + 1 })
       while ((yield* deliverDue) > 0) {}
       const rows = yield* deliveriesOf("org_pause")
@@ -296,7 +297,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
   it.effect("claims fairly: a backlog of 500 takes only its endpoint's share, and another's retry is claimed at once", () =>
     virtual(Effect.gen(function*() {
       const receiver = yield* TestReceiver
-      const repo = yield* WebhookRepo
+      const outbox = yield* OutboxRepo
       const delivery = yield* WebhookDelivery
       receiver.on("/org_next", (n) => ({ status: n === 1 ? 503 : 204 }))
       yield* startClock
@@ -305,7 +306,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       assert.strictEqual(yield* deliverDue, 1)
       // Meanwhile A's endpoint gathers a backlog of 500 new deliveries.
       yield* Effect.forEach(Array.from({ length: 500 }, (_, i) => i), (i) =>
-        repo.enqueue({ id: `msg_hanging_${i}`, organizationId: "org_hanging", type: "feedback.post.created", body: "{}", traceparent: null }), {
+        outbox.enqueue({ id: `msg_hanging_${i}`, organizationId: "org_hanging", type: "feedback.post.created", body: "{}", traceparent: null }), {
         concurrency: 4,
         discard: true
       })

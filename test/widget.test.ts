@@ -13,10 +13,15 @@ import { execFileSync } from "node:child_process"
 import { mkdirSync, readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { join } from "node:path"
+import { Limits } from "@hearken/api/thin"
 import { SignJWT } from "jose"
 import type { Browser, Page, Request } from "playwright-core"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
 import { bundleSizes } from "../bench/sizes.ts"
+import { check } from "../packages/widget/src/checks.ts"
+import { merge, translator } from "../packages/widget/src/i18n.ts"
+import deMessages from "../packages/widget/src/locales/de.ts"
+import { en } from "../packages/widget/src/messages.ts"
 import { SuggestionScheduler } from "../packages/widget/src/scheduler.ts"
 import { launchChromium } from "./support/browser.js"
 import { listenOnLoopback } from "./support/net.js"
@@ -248,6 +253,42 @@ describe("the widget on an allowed origin", () => {
     expect(await message.textContent()).toBe("")
   })
 
+  it("finds a field's error by its own check, before any request; a 400 the server answers anyway is said for the whole form, whatever field its text names", async () => {
+    const proxy = await faultyProxy(api.origin)
+    try {
+      // The server's message names the title; the widget does not read which field failed from it.
+      proxy.override((request) => request.method === "POST" && request.url === "/api/widget/v1/feedback", (request, response) => {
+        response.writeHead(400, {
+          "content-type": "application/json",
+          "access-control-allow-origin": request.headers.origin ?? "*",
+          connection: "close"
+        })
+        response.end(JSON.stringify({ _tag: "DataValidationError", message: "title: refused by a newer server" }))
+      })
+      await open(`${allowed.origin}/?api=${proxy.origin}`)
+      await page.getByRole("radio", { name: "Feature requests" }).check()
+      const input = page.getByLabel("Title")
+      const error = page.locator(".field").first().locator(".error")
+      await input.fill("\u200b\u2800")
+      await page.getByRole("button", { name: "Send feedback" }).click()
+      await expect.poll(() => input.getAttribute("aria-invalid")).toBe("true")
+      expect(await error.textContent()).toBe("Expected a title containing a visible character")
+      expect((await focused())?.name).toBe("title")
+      expect(requestsTo("feedback")).toEqual([])
+      expect(proxy.requests.filter((r) => r.endsWith("/feedback"))).toEqual([])
+
+      await input.fill("A title the server refuses")
+      await page.getByRole("button", { name: "Send feedback" }).click()
+      await expect.poll(() => page.getByRole("alert").textContent()).toBe("title: refused by a newer server")
+      expect(requestsTo("feedback")).toHaveLength(1)
+      expect(await input.getAttribute("aria-invalid")).toBe(null)
+      expect(await error.textContent()).toBe("")
+    } finally {
+      await page.context().close()
+      await proxy.close()
+    }
+  })
+
   it("shows the changelog as rendered HTML, published entries only, and revalidates it with If-None-Match", async () => {
     await open(allowed.origin)
     const tab = page.getByRole("tab", { name: "What's new" })
@@ -442,6 +483,30 @@ describe("the widget on an origin the API does not allow", () => {
       expect(await page.getByRole("button", { name: "Try again" }).count()).toBe(1)
     } finally {
       proxy.close()
+    }
+  })
+})
+
+describe("the widget's own field checks (checks.ts)", () => {
+  const english = translator(en, "en")
+  const german = translator(merge(en, deMessages), "de")
+  const draft = { organizationId: "org_demo", boardId: "b_demo_features", title: "Dark mode", content: "" }
+
+  it("names the first field the API would refuse, in the order the widget always checked them, from the API's limits table", () => {
+    expect(check(draft, english, true)).toBe(undefined)
+    expect(check({ ...draft, boardId: "" }, english, true)).toEqual(["boardId", "Pick a board."])
+    expect(check({ ...draft, title: "" }, english, true)).toEqual(["title", "Please give your feedback a title."])
+    expect(check({ ...draft, title: "👍".repeat(Limits.title) }, english, true)).toBe(undefined)
+    expect(check({ ...draft, title: "x".repeat(Limits.title + 1) }, english, true)).toEqual(["title", `At most ${Limits.title} characters.`])
+    expect(check({ ...draft, content: "x".repeat(Limits.content + 1) }, english, true)).toEqual(["content", "At most 20,000 characters."])
+    // Over its limit first, then nothing visible: as the widget checked before the server was asked.
+    expect(check({ ...draft, title: "\u200b", content: "x".repeat(Limits.content + 1) }, english, true)?.[0]).toBe("content")
+  })
+
+  it("refuses a title with nothing visible in the API's own words in English, and with \"check this field\" in another language", () => {
+    for (const title of ["\u200b\u200b", "\u2800", "\u0301", "\u00ad\ufeff"]) {
+      expect(check({ ...draft, title }, english, true)).toEqual(["title", "Expected a title containing a visible character"])
+      expect(check({ ...draft, title }, german, false)).toEqual(["title", german("fieldInvalid")])
     }
   })
 })

@@ -24,7 +24,7 @@
  *   (lexical, vector, fusion), once the server's calibrator has measured the
  *   board (decision 0023); then 50 connections for 10 s: requests per second
  *   and p99;
- * - the vector query alone: the server's query (`EmbeddingRepo.nearest`), in
+ * - the vector query alone: the server's query (`VectorSearch.nearest`), in
  *   its transaction with `SET LOCAL hnsw.iterative_scan = relaxed_order`, on
  *   one connection, for each draft's vector (a warm-up pass, then 3): p50,
  *   p95 of the whole transaction. Its plan is printed once (EXPLAIN ANALYZE),
@@ -38,7 +38,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { make as makeSanitizer } from "../../packages/server/dist/content/Sanitizer.js"
-import { indexKind, indexName, vectorLiteral } from "../../packages/server/dist/embeddings/EmbeddingRepo.js"
+import { indexKind, indexName, vectorLiteral } from "../../packages/server/dist/embeddings/Vectors.js"
 import { embeddingInput } from "../../packages/server/dist/embeddings/Embeddings.js"
 import { migrate } from "../../packages/server/dist/sql/Database.js"
 import { normalizeDraft } from "../../packages/server/dist/suggestions/Semantic.js"
@@ -61,7 +61,7 @@ const sanitizer = makeSanitizer()
 const draftInputs = dataset.drafts.map((d) => embeddingInput(normalizeDraft(d.title), normalizeDraft(sanitizer.text(d.content))))
 const draftVectors = draftInputs.map((input) => vectorLiteral(conceptVector(input, dimensions)))
 
-// As `EmbeddingRepo` writes them: the model and the indexed expression as literals, the hash as the claim computes it.
+// As `EmbeddingQueue` writes them: the model and the indexed expression as literals, the hash as the claim computes it.
 const predicate = (alias = "") => `${alias}model = '${model.name.replace(/'/g, "''")}' AND ${alias}dimensions = ${dimensions}`
 const cast = `${kind}(${dimensions})`
 const sourceHash = "p.text_hash"
@@ -77,7 +77,7 @@ const embed = (url: string) => async (posts: ReadonlyArray<SyntheticPost>) => {
   )
 }
 
-/** `EmbeddingRepo.nearest`'s query, in its transaction; `explain` prefixes it with EXPLAIN ANALYZE (JSON). */
+/** `VectorSearch.nearest`'s query, in its transaction; `explain` prefixes it with EXPLAIN ANALYZE (JSON). */
 const nearest = (sql: SqlClient.SqlClient, vector: string, explain = false) => {
   const distance = sql.literal(`e.embedding::${cast} <=> `)
   const castTo = sql.literal(`::${cast}`)

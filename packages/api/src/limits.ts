@@ -24,6 +24,18 @@ export const Limits = {
 } as const
 
 /**
+ * A character that shows: not white space, not a control, format or private
+ * character, not a lone combining mark, not a default-ignorable code point
+ * (zero-width spaces and joiners, U+FEFF, the Hangul fillers…) and not a
+ * blank that only looks like a glyph (U+2800 BRAILLE PATTERN BLANK). A
+ * feedback title must hold one; the widget checks it before sending.
+ */
+export const visibleCharacter = /[^\p{White_Space}\p{Default_Ignorable_Code_Point}\p{C}\p{M}\u2800]/u
+
+/** What a title without a visible character is refused as: `title: Expected a title containing …`. */
+export const visibleTitleExpected = "a title containing a visible character"
+
+/**
  * The widget endpoints by identifier. `Api.ts` checks, at compile time, that
  * they are exactly the widget group's: an endpoint added or renamed without
  * its limit does not compile.

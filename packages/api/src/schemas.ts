@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 
-export { Limits, RateLimits, rateLimitWindowMs, type RateLimitedEndpoint, type WidgetEndpoint } from "./limits.js"
-import { Limits } from "./limits.js"
+export { Limits, RateLimits, rateLimitWindowMs, visibleCharacter, visibleTitleExpected, type RateLimitedEndpoint, type WidgetEndpoint } from "./limits.js"
+import { Limits, visibleCharacter, visibleTitleExpected } from "./limits.js"
 
 /** PostgreSQL cannot store U+0000 in text, so no request string may carry it. */
 const noNul = Schema.makeFilter<string>((s) => !s.includes("\u0000"), { expected: "a string without NUL (U+0000) characters" })
@@ -51,17 +51,9 @@ const atMost = (n: number) => `At most ${n.toLocaleString("en-US")} characters.`
 export const Title = maxCodePoints(Limits.title).annotate({ description: atMost(Limits.title) })
 export const Content = maxCodePoints(Limits.content).annotate({ description: atMost(Limits.content) })
 
-/**
- * A character that shows: not white space, not a control, format or private
- * character, not a lone combining mark, not a default-ignorable code point
- * (zero-width spaces and joiners, U+FEFF, the Hangul fillers…) and not a
- * blank that only looks like a glyph (U+2800 BRAILLE PATTERN BLANK).
- */
-export const visibleCharacter = /[^\p{White_Space}\p{Default_Ignorable_Code_Point}\p{C}\p{M}\u2800]/u
-
 /** A feedback title must say something: at least one visible character. */
 export const FeedbackTitle = maxCodePoints(Limits.title).check(
-  Schema.isPattern(visibleCharacter, { expected: "a title containing a visible character" })
+  Schema.isPattern(visibleCharacter, { expected: visibleTitleExpected })
 ).annotate({
   description: `${atMost(Limits.title)} At least one of them must show: a title of only spaces, invisible ` +
     "or control characters is refused (the pattern finds one visible character)."

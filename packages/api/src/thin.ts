@@ -7,7 +7,7 @@
  */
 import type { WidgetEndpoints } from "./wire.js"
 
-export { Limits, RateLimits, rateLimitWindowMs, type RateLimitedEndpoint } from "./limits.js"
+export { Limits, RateLimits, rateLimitWindowMs, visibleCharacter, visibleTitleExpected, type RateLimitedEndpoint } from "./limits.js"
 export type {
   Board,
   CreatedPost,

@@ -8,7 +8,7 @@
  */
 import { makeThinClient } from "@hearken/api/thin"
 import { colorsOf } from "./launcher.js"
-import type { WidgetEvents } from "./options.js"
+import type { Emit } from "./emitter.js"
 import { originParameter, type FromFrame, type ToFrame } from "./protocol.js"
 import { mount, type Mounted } from "./ui.js"
 
@@ -25,7 +25,7 @@ if (hostOrigin !== null && window.parent !== window) {
     const message = event.data
     if (typeof message !== "object" || message === null) return
     if (message.hearken === "init" && ui === undefined && typeof message.options?.organizationId === "string") {
-      const emit = <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => send({ hearken: "event", type, detail })
+      const emit: Emit = (type, detail) => send({ hearken: "event", type, detail })
       ui = mount(host.attachShadow({ mode: "open" }), makeThinClient(location.origin), message.options, emit,
         (language, t, widget) => {
           // The frame's document is in the widget's language too (screen readers, axe's `html-has-lang`).

@@ -10,11 +10,12 @@
  *   </script>
  *
  * The widget itself is `ui.ts`; this file places it (inline, or behind a
- * launcher) and delivers its events to the host.
+ * launcher) and delivers its events to the host (`emitter.ts`).
  */
 import { makeThinClient } from "@hearken/api/thin"
 import type { Launcher } from "./launcher.js"
-import { targetOf, type InitOptions, type WidgetEvent, type WidgetEvents, type WidgetHandle } from "./options.js"
+import { domEvents } from "./emitter.js"
+import { targetOf, type InitOptions, type WidgetHandle } from "./options.js"
 import { importSibling } from "./sibling.js"
 import { mount } from "./ui.js"
 
@@ -68,15 +69,7 @@ const init = (options: InitOptions): WidgetHandle => {
   const root = widgetHost.shadowRoot ?? widgetHost.attachShadow({ mode: "open" })
 
   let destroyed = false
-  const emit = <K extends keyof WidgetEvents>(type: K, detail: WidgetEvents[K]) => {
-    if (destroyed) return
-    eventHost.dispatchEvent(new CustomEvent(type, { detail, bubbles: true, composed: true }))
-    try {
-      options.onEvent?.({ type, detail } as WidgetEvent)
-    } catch (error) {
-      reportError(error) // the host's bug: reported, and the widget goes on
-    }
-  }
+  const emit = domEvents(() => eventHost, options.onEvent, () => !destroyed)
   const ui = mount(root, makeThinClient(base), {
     ...options,
     linkBase: document.baseURI,

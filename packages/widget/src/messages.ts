@@ -39,7 +39,7 @@ export interface Messages {
   readonly sendMore: string
   readonly pickBoard: string
   readonly titleRequired: string
-  /** Under a field the server refused, where its English message is not shown (every language but English). */
+  /** Under a title with nothing visible, where the API's English words are not shown (every language but English). */
   readonly fieldInvalid: string
   readonly loading: string
   readonly nothingNew: string

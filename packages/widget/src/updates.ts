@@ -4,28 +4,18 @@
  * first download stays small. Revalidated with `If-None-Match` each time the
  * tab is opened again.
  */
-import type { ClientError, EndpointId, ThinClient } from "@hearken/api/thin"
+import type { Context } from "./context.js"
 import { external, h } from "./dom.js"
-import type { Translate } from "./i18n.js"
 import { httpUrl, linkOf } from "./links.js"
 import css from "./updates.css"
-import type { MountOptions, Update } from "./options.js"
+import type { Update } from "./options.js"
 
-export const changelog = (context: {
-  readonly client: ThinClient
-  readonly options: MountOptions
-  readonly t: Translate
-  readonly tag: string
-  readonly status: HTMLElement
-  readonly list: HTMLElement
-  readonly showAlert: (message: string) => void
-  readonly describe: (error: ClientError<EndpointId>) => string
-  readonly failed: (operation: EndpointId, error: ClientError<EndpointId>) => void
-}): () => Promise<void> => {
-  const { client, options, t, status, list } = context
+/** The changelog of the widget `c`, in `list`, with `status` saying when it loads, failed or is empty. */
+export const changelog = (c: Context, status: HTMLElement, list: HTMLElement): () => Promise<void> => {
+  const { client, options, t } = c
   let cache: { etag: string | undefined; value: ReadonlyArray<Update> } | undefined
   let loading = false
-  const dateFormat = new Intl.DateTimeFormat(context.tag, { dateStyle: "long" })
+  const dateFormat = new Intl.DateTimeFormat(c.language.tag, { dateStyle: "long" })
   // The tab's own styles, in the widget's shadow root.
   list.getRootNode().appendChild(h("style", {}, css))
 
@@ -56,8 +46,8 @@ export const changelog = (context: {
       const answer = await client.updates({ organizationId: options.organizationId }, { ifNoneMatch: cache?.etag })
       if (!answer.ok) {
         status.textContent = cache === undefined ? t("updatesFailed") : ""
-        context.showAlert(context.describe(answer.error))
-        context.failed("updates", answer.error)
+        c.alert(answer.error)
+        c.failed("updates", answer.error)
         return
       }
       if ("notModified" in answer) return

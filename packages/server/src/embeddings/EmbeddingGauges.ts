@@ -1,7 +1,7 @@
 import { Effect, Metric, Option } from "effect"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import type { GaugeReader } from "../observability/Gauges.js"
-import { EmbeddingRepo } from "./EmbeddingRepo.js"
+import { EmbeddingQueue } from "./EmbeddingQueue.js"
 
 /** The embedding back-fill's gauge (decision 0014), database-wide; nothing without `EMBEDDINGS_URL`. */
 
@@ -9,12 +9,12 @@ const embeddingsBacklog = Metric.gauge("hearken_embeddings_backlog_posts", {
   description: "Public posts without an embedding of their current text for the configured model, database-wide"
 })
 
-export const reader: Effect.Effect<GaugeReader, never, EmbeddingRepo | ServerConfig> = Effect.gen(function*() {
-  const embeddings = yield* EmbeddingRepo
-  const config = yield* ServerConfig
+export const reader: Effect.Effect<GaugeReader, never, EmbeddingQueue | EmbeddingsConfig> = Effect.gen(function*() {
+  const queue = yield* EmbeddingQueue
+  const config = yield* EmbeddingsConfig
   return Effect.gen(function*() {
     if (Option.isNone(config.embeddings)) return
     const { model, dimensions } = config.embeddings.value
-    yield* Metric.update(embeddingsBacklog, yield* embeddings.backlog({ name: model, dimensions }))
+    yield* Metric.update(embeddingsBacklog, yield* queue.backlog({ name: model, dimensions }))
   })
 })

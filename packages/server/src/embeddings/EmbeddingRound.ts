@@ -1,12 +1,13 @@
 import { Clock, Context, Effect, Layer, Option, Result, type Tracer } from "effect"
 import { randomUUID } from "node:crypto"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { linkToSpans } from "../observability/Tracing.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import type { SqlError } from "effect/sql"
-import { type ClaimedPost, EmbeddingRepo } from "./EmbeddingRepo.js"
-import { embeddingInput, Embeddings, type Model, type Vector } from "./Embeddings.js"
+import { type ClaimedPost, EmbeddingQueue } from "./EmbeddingQueue.js"
+import { embeddingInput, Embeddings } from "./Embeddings.js"
 import { EmbeddingSignal } from "./EmbeddingSignal.js"
+import type { Model, Vector } from "./Vectors.js"
 
 /** PostgreSQL's SQLSTATE of a failed statement (such as 22003, out of range), without its text. */
 const sqlState = (error: SqlError.SqlError) => {
@@ -36,13 +37,13 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
    */
   readonly run: (postIds?: ReadonlyArray<string>, links?: ReadonlyArray<Tracer.AnySpan>) => Effect.Effect<StepResult>
 }>()("hearken/EmbeddingRound") {
-  /** Needs `Embeddings`, the `EmbeddingRepo`, the `Sanitizer` and the `EmbeddingSignal` (the one `Feedback` tells of new posts). */
+  /** Needs `Embeddings`, the `EmbeddingQueue`, the `Sanitizer` and the `EmbeddingSignal` (the one `Feedback` tells of new posts). */
   static readonly layerNoDeps = Layer.effect(
     EmbeddingRound,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* EmbeddingsConfig
       const embeddings = yield* Embeddings
-      const repo = yield* EmbeddingRepo
+      const queue = yield* EmbeddingQueue
       const sanitizer = yield* Sanitizer
       const signal = yield* EmbeddingSignal
       if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("EmbeddingRound needs EMBEDDINGS_URL"))
@@ -54,7 +55,7 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
       const failPosts = (posts: ReadonlyArray<ClaimedPost>, token: string, error: string) =>
         posts.length === 0 ? Effect.void : Clock.currentTimeMillis.pipe(
           Effect.flatMap((nowMs) =>
-            repo.fail({
+            queue.fail({
               model,
               nowMs,
               token,
@@ -72,10 +73,10 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
        * by one, so that the refused vector fails only its own post.
        */
       const store = (rows: ReadonlyArray<{ readonly post: ClaimedPost; readonly vector: Vector }>, token: string) =>
-        repo.store(model, token, rows).pipe(
+        queue.store(model, token, rows).pipe(
           Effect.catchTag("SqlError", () =>
             Effect.forEach(rows, (row) =>
-              repo.store(model, token, [row]).pipe(
+              queue.store(model, token, [row]).pipe(
                 Effect.catchTag("SqlError", (error) => failPosts([row.post], token, `the database refused its vector (${sqlState(error)})`).pipe(Effect.as(0)))
               )).pipe(Effect.map((stored) => stored.reduce((a, b) => a + b, 0)))
           ),
@@ -128,7 +129,7 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
         const token = randomUUID()
         return yield* Effect.gen(function*() {
           const nowMs = yield* Clock.currentTimeMillis
-          const posts = yield* repo.claim({ model, nowMs, limit: batchSize, leaseMs, token, postIds })
+          const posts = yield* queue.claim({ model, nowMs, limit: batchSize, leaseMs, token, postIds })
           if (posts.length === 0) return { claimed: 0, ok: true }
           const withInputs = posts.map((post) => ({ post, input: embeddingInput(post.title, sanitizer.text(post.content)) }))
           const ok = yield* embedBatch(withInputs, token).pipe(
@@ -139,7 +140,7 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
           return { claimed: posts.length, ok }
         }).pipe(
           // Stopped mid-round (a shutdown): whatever it leased is free for the next worker at once.
-          Effect.onInterrupt(() => Effect.ignore(repo.release(model, token)))
+          Effect.onInterrupt(() => Effect.ignore(queue.release(model, token)))
         )
       }, Effect.orDie)
 
@@ -148,6 +149,6 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([Embeddings.layer, EmbeddingRepo.layer, Sanitizer.layer, EmbeddingSignal.layer])
+    Layer.provide([Embeddings.layer, EmbeddingQueue.layer, Sanitizer.layer, EmbeddingSignal.layer])
   )
 }

@@ -1,9 +1,9 @@
 import { Cause, Context, Data, Effect, Exit, Layer, Option, Redacted, Result, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import * as Metrics from "../observability/Metrics.js"
 import { BodyTooLarge, readBounded } from "../outbound/BoundedBody.js"
-import { indexKind } from "./EmbeddingRepo.js"
+import { indexKind, type Model, type Vector } from "./Vectors.js"
 
 /**
  * An embeddings call that gave no usable vectors. `reason` never holds the key.
@@ -22,15 +22,6 @@ export class EmbeddingsError extends Data.TaggedError("EmbeddingsError")<{
     return this.reason
   }
 }
-
-/** The configured model: rows and indexes are tagged with both. */
-export interface Model {
-  readonly name: string
-  readonly dimensions: number
-}
-
-/** A vector of the configured size. */
-export type Vector = ReadonlyArray<number>
 
 /**
  * The text a post or a draft is embedded as (docs/api.md: "Suggestions by
@@ -67,7 +58,7 @@ const halfvecLimit = 65_520
  * Why one vector of an answer cannot be stored, or `undefined`: it must be a
  * list of `dimensions` numbers that pgvector takes. Its `vector` is single
  * precision, so a value JavaScript finds finite (1e39) can still overflow it;
- * a model indexed as `halfvec` (EmbeddingRepo's `indexKind`) goes through half
+ * a model indexed as `halfvec` (`indexKind`, `Vectors.ts`) goes through half
  * precision when the row is written, so its values must fit that too.
  */
 export const vectorProblem = (embedding: unknown, dimensions: number): string | undefined => {
@@ -166,7 +157,7 @@ export class Embeddings extends Context.Service<Embeddings, {
   static readonly layer = Layer.effect(
     Embeddings,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* EmbeddingsConfig
       if (Option.isNone(config.embeddings)) {
         const unset = () => Effect.fail(new EmbeddingsError({ reason: "EMBEDDINGS_URL is not set" }))
         return Embeddings.of({ model: Option.none(), embed: unset, embedEach: unset })

@@ -169,7 +169,7 @@ export const storedKindAt = boardKeyLength + 2
 /**
  * The kinds that are a text's words: `w`, and `c` where words are not
  * spaced (a bigram is the nearest to a word there is). Whether two posts are
- * near-exact copies is read on these (`EmbeddingRepo`, decision 0027).
+ * near-exact copies is read on these (`suggestions/VectorSearch.ts`, decision 0027).
  */
 export const wordKinds: ReadonlyArray<Kind> = ["w", "c"]
 

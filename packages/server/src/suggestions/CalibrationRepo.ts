@@ -1,23 +1,34 @@
-import { Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
-import { modelPredicate } from "../embeddings/EmbeddingRepo.js"
-import type { Model } from "../embeddings/Embeddings.js"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { Model, modelPredicate } from "../embeddings/Vectors.js"
+import { iso } from "../sql/iso.js"
 import { ReadSql } from "../sql/ReadReplica.js"
 import { type Background, ownBackgroundFrom, poolBoards } from "./calibration.js"
 
 /** A board whose background is missing or out of date: its public embedded posts now. */
-export interface StaleBoard {
-  readonly boardId: string
-  readonly organizationId: string
+const StaleBoard = Schema.Struct({
+  boardId: Schema.String,
+  organizationId: Schema.String,
   /** 0: the board has none left, and its row goes. */
-  readonly posts: number
-  readonly newest: string | null
+  posts: Schema.Number,
+  newest: Schema.NullOr(Schema.String),
   /** When its row was last computed (ms since the epoch); null without one. */
-  readonly computedMs: number | null
-}
+  computedMs: Schema.NullOr(Schema.Number)
+})
+export type StaleBoard = typeof StaleBoard.Type
+
+/** Distances as PostgreSQL's `float8[]` gives them (numbers, or their text). */
+const Distances = Schema.Array(Schema.Union([Schema.Number, Schema.NumberFromString]))
+
+const Saved = Schema.Struct({ boardId: Schema.String, distances: Distances, posts: Schema.Number })
+const BoardDistances = Schema.Struct({ distances: Distances })
 
 /** The board id of an organization's pool. */
 const pool = ""
+
+/** A row the statement's schema refuses is a defect, not a database failure. */
+const orDieOnDecode = <A, R>(self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>): Effect.Effect<A, SqlError.SqlError, R> =>
+  Effect.catchTag(self, "SchemaError", Effect.die)
 
 /** The SQL of `embedding_calibrations` (decisions 0023 and 0027). */
 export class CalibrationRepo extends Context.Service<CalibrationRepo, {
@@ -47,22 +58,33 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       const sql = yield* SqlClient.SqlClient
       // `background` is a suggestion's read (`ReadSql`); the calibrator reads its own writes on the primary.
       const reads = (yield* ReadSql).client
-      const iso = (ms: number) => new Date(ms).toISOString()
       const floats = (distances: ReadonlyArray<number>) => `{${distances.join(",")}}`
+      const ModelBoard = Schema.Struct({ model: Model, boardId: Schema.String })
+      const ModelOrganization = Schema.Struct({ model: Model, organizationId: Schema.String })
 
       // The pool of the board's own organization, never another's: an unknown board has neither.
-      const background = Effect.fn("CalibrationRepo.background")(function*(model: Model, boardId: string) {
-        const rows = yield* reads<{ boardId: string; distances: ReadonlyArray<number>; posts: number }>`SELECT board_id AS "boardId", distances, posts
+      const saved = SqlSchema.findAll({
+        Request: ModelBoard,
+        Result: Saved,
+        execute: ({ boardId, model }) =>
+          reads`SELECT board_id AS "boardId", distances, posts
           FROM embedding_calibrations
           WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id IN (${boardId}, ${pool})
             AND organization_id = (SELECT organization_id FROM boards WHERE id = ${boardId})`
-        const board = rows.find((r) => r.boardId === boardId)
-        const shared = rows.find((r) => r.boardId === pool)
-        return { board: (board?.distances ?? []).map(Number), pool: (shared?.distances ?? []).map(Number), posts: board?.posts ?? 0 }
       })
 
-      const stale = Effect.fn("CalibrationRepo.stale")((model: Model, limit: number) =>
-        sql<StaleBoard>`WITH state AS (
+      const background = Effect.fn("CalibrationRepo.background")(function*(model: Model, boardId: string) {
+        const rows = yield* orDieOnDecode(saved({ model, boardId }))
+        const board = rows.find((r) => r.boardId === boardId)
+        const shared = rows.find((r) => r.boardId === pool)
+        return { board: board?.distances ?? [], pool: shared?.distances ?? [], posts: board?.posts ?? 0 }
+      })
+
+      const staleBoards = SqlSchema.findAll({
+        Request: Schema.Struct({ model: Model, limit: Schema.Number }),
+        Result: StaleBoard,
+        execute: ({ limit, model }) =>
+          sql`WITH state AS (
             SELECT p.board_id, b.organization_id, count(*)::int AS posts, max(e.embedded_at) AS newest
             FROM post_embeddings e
             JOIN posts p ON p.id = e.post_id AND p.visibility = 'public'
@@ -80,43 +102,67 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
           WHERE c.board_id IS NULL OR s.board_id IS NULL OR c.posts <> s.posts OR c.newest IS DISTINCT FROM s.newest
           ORDER BY c.board_id IS NOT NULL, coalesce(s.board_id, c.board_id)
           LIMIT ${limit}`
-      )
+      })
 
-      const save = Effect.fn("CalibrationRepo.save")((model: Model, board: StaleBoard, distances: ReadonlyArray<number>, nowMs: number) =>
-        sql`INSERT INTO embedding_calibrations (board_id, organization_id, model, dimensions, distances, posts, newest, computed_at)
-          VALUES (${board.boardId}, ${board.organizationId}, ${model.name}, ${model.dimensions}, ${floats(distances)}::float8[], ${board.posts},
-            ${board.newest}::timestamptz, ${iso(nowMs)}::timestamptz)
+      const stale = Effect.fn("CalibrationRepo.stale")((model: Model, limit: number) => orDieOnDecode(staleBoards({ model, limit })))
+
+      const upsert = SqlSchema.void({
+        Request: Schema.Struct({ model: Model, board: StaleBoard, distances: Schema.String, computedAt: Schema.String }),
+        execute: ({ board, computedAt, distances, model }) =>
+          sql`INSERT INTO embedding_calibrations (board_id, organization_id, model, dimensions, distances, posts, newest, computed_at)
+          VALUES (${board.boardId}, ${board.organizationId}, ${model.name}, ${model.dimensions}, ${distances}::float8[], ${board.posts},
+            ${board.newest}::timestamptz, ${computedAt}::timestamptz)
           ON CONFLICT (model, dimensions, organization_id, board_id) DO UPDATE
             SET distances = EXCLUDED.distances, posts = EXCLUDED.posts, newest = EXCLUDED.newest, computed_at = EXCLUDED.computed_at`
-          .pipe(Effect.asVoid)
+      })
+
+      const save = Effect.fn("CalibrationRepo.save")((model: Model, board: StaleBoard, distances: ReadonlyArray<number>, nowMs: number) =>
+        orDieOnDecode(upsert({ model, board, distances: floats(distances), computedAt: iso(nowMs) }))
       )
 
-      const remove = Effect.fn("CalibrationRepo.remove")((model: Model, boardId: string) =>
-        sql`DELETE FROM embedding_calibrations WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id = ${boardId}`
-          .pipe(Effect.asVoid)
-      )
+      const deleteBoard = SqlSchema.void({
+        Request: ModelBoard,
+        execute: ({ boardId, model }) =>
+          sql`DELETE FROM embedding_calibrations WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id = ${boardId}`
+      })
 
-      const boards = Effect.fn("CalibrationRepo.boards")((model: Model, organizationId: string) =>
-        sql<{ distances: ReadonlyArray<number> }>`SELECT distances FROM embedding_calibrations
+      const remove = Effect.fn("CalibrationRepo.remove")((model: Model, boardId: string) => orDieOnDecode(deleteBoard({ model, boardId })))
+
+      const boardDistances = SqlSchema.findAll({
+        Request: ModelOrganization,
+        Result: BoardDistances,
+        execute: ({ model, organizationId }) =>
+          sql`SELECT distances FROM embedding_calibrations
           WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND organization_id = ${organizationId} AND board_id <> ${pool}
             AND cardinality(distances) >= ${ownBackgroundFrom}
-          ORDER BY computed_at DESC, board_id LIMIT ${poolBoards}`.pipe(Effect.map((rows) => rows.map((r) => r.distances.map(Number))))
+          ORDER BY computed_at DESC, board_id LIMIT ${poolBoards}`
+      })
+
+      const boards = Effect.fn("CalibrationRepo.boards")((model: Model, organizationId: string) =>
+        orDieOnDecode(boardDistances({ model, organizationId })).pipe(Effect.map((rows) => rows.map((r) => r.distances)))
       )
 
-      const savePool = Effect.fn("CalibrationRepo.savePool")((model: Model, organizationId: string, distances: ReadonlyArray<number>, nowMs: number) => {
-        const rows = sql`SELECT 1 FROM embedding_calibrations
+      const upsertPool = SqlSchema.void({
+        Request: Schema.Struct({ organization: ModelOrganization, distances: Schema.String, computedAt: Schema.String }),
+        execute: ({ computedAt, distances, organization: { model, organizationId } }) => {
+          const rows = sql`SELECT 1 FROM embedding_calibrations
           WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND organization_id = ${organizationId} AND board_id <> ${pool}`
-        return sql`WITH gone AS (
+          return sql`WITH gone AS (
             DELETE FROM embedding_calibrations
             WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND organization_id = ${organizationId} AND board_id = ${pool}
               AND NOT EXISTS (${rows})
           )
           INSERT INTO embedding_calibrations (board_id, organization_id, model, dimensions, distances, posts, newest, computed_at)
-          SELECT ${pool}, ${organizationId}, ${model.name}, ${model.dimensions}, ${floats(distances)}::float8[], 0, NULL, ${iso(nowMs)}::timestamptz
+          SELECT ${pool}, ${organizationId}, ${model.name}, ${model.dimensions}, ${distances}::float8[], 0, NULL, ${computedAt}::timestamptz
           WHERE EXISTS (${rows})
           ON CONFLICT (model, dimensions, organization_id, board_id) DO UPDATE
-            SET distances = EXCLUDED.distances, computed_at = EXCLUDED.computed_at`.pipe(Effect.asVoid)
+            SET distances = EXCLUDED.distances, computed_at = EXCLUDED.computed_at`
+        }
       })
+
+      const savePool = Effect.fn("CalibrationRepo.savePool")((model: Model, organizationId: string, distances: ReadonlyArray<number>, nowMs: number) =>
+        orDieOnDecode(upsertPool({ organization: { model, organizationId }, distances: floats(distances), computedAt: iso(nowMs) }))
+      )
 
       return CalibrationRepo.of({ background, stale, save, remove, boards, savePool })
     })

@@ -1,11 +1,11 @@
 import { Cause, Clock, Effect, Layer, Option } from "effect"
-import { ServerConfig } from "../config.js"
-import { EmbeddingRepo, exactUpTo } from "../embeddings/EmbeddingRepo.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { Embeddings } from "../embeddings/Embeddings.js"
 import { maxSweepMs } from "../embeddings/Embedder.js"
 import { EmbeddingSignal } from "../embeddings/EmbeddingSignal.js"
 import { poolOf } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
+import { exactUpTo, VectorSearch } from "./VectorSearch.js"
 
 /** Posts of a board whose nearest neighbour is measured: the background's size. */
 export const sampleSize = 200
@@ -32,12 +32,12 @@ export const largeBoardRefreshMs = 60_000
  * each organization they belong to (decision 0027). The cost of a board is
  * bounded by `sampleSize`, whatever its size, and a board larger than
  * `exactUpTo` is measured at most once a minute.
- * Needs the `CalibrationRepo`, which `App.ts` provides.
+ * Needs the `CalibrationRepo` and the `VectorSearch`, which `App.ts` provides.
  */
 export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   const embeddings = yield* Embeddings
-  const embeddingRepo = yield* EmbeddingRepo
+  const vectors = yield* VectorSearch
   const repo = yield* CalibrationRepo
   const signal = yield* EmbeddingSignal
   if (Option.isNone(embeddings.model)) return yield* Effect.die(new Error("Calibrator needs EMBEDDINGS_URL"))
@@ -64,7 +64,7 @@ export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
       } else if (board.posts > exactUpTo && board.computedMs !== null && now - board.computedMs < largeBoardRefreshMs) {
         nextMs = Math.min(nextMs, board.computedMs + largeBoardRefreshMs - now)
       } else {
-        yield* repo.save(model, board, yield* embeddingRepo.neighbourDistances(model, board.boardId, sampleSize), yield* Clock.currentTimeMillis)
+        yield* repo.save(model, board, yield* vectors.neighbourDistances(model, board.boardId, sampleSize), yield* Clock.currentTimeMillis)
         measured++
         organizations.add(board.organizationId)
       }
@@ -89,6 +89,6 @@ export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
 
 /** Runs when `EMBEDDINGS_URL` is set. */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   return Option.isSome(config.embeddings) ? layerAlways : Layer.empty
 }))

@@ -2,11 +2,12 @@ import { Cause, Context, Effect, Layer, Option } from "effect"
 import { SqlError } from "effect/sql"
 import { createHash } from "node:crypto"
 import * as BoundedCache from "../caching/BoundedCache.js"
-import { EmbeddingRepo, type NearPost } from "../embeddings/EmbeddingRepo.js"
-import { embeddingInput, Embeddings, type Model } from "../embeddings/Embeddings.js"
+import { embeddingInput, Embeddings } from "../embeddings/Embeddings.js"
+import type { Model } from "../embeddings/Vectors.js"
 import { type Background, exactSearchUpTo, pValue } from "./calibration.js"
 import { CalibrationRepo } from "./CalibrationRepo.js"
 import { isTimeout, SuggestionQueries } from "./SuggestionQueries.js"
+import { type NearPost, VectorSearch } from "./VectorSearch.js"
 
 /** Draft embeddings are kept this long: a visitor who types the same words again costs no call. */
 export const draftCacheTtl = "5 minutes"
@@ -59,12 +60,12 @@ export class Semantic extends Context.Service<Semantic, {
    */
   readonly nearest: (query: DraftQuery) => Effect.Effect<Option.Option<ReadonlyArray<NearMatch>>>
 }>()("hearken/Semantic") {
-  /** Needs the `EmbeddingRepo` and the `CalibrationRepo`. */
+  /** Needs the `VectorSearch` and the `CalibrationRepo`. */
   static readonly layerNoDeps = Layer.effect(
     Semantic,
     Effect.gen(function*() {
       const embeddings = yield* Embeddings
-      const repo = yield* EmbeddingRepo
+      const vectors = yield* VectorSearch
       const calibrations = yield* CalibrationRepo
       const queries = yield* SuggestionQueries
       if (Option.isNone(embeddings.model)) return Semantic.of({ nearest: () => Effect.succeedNone })
@@ -93,7 +94,7 @@ export class Semantic extends Context.Service<Semantic, {
         )
         // The vector query shares the suggestions' connections; the draft's embedding call above holds none.
         const background = yield* backgrounds.getOrLoad(query.boardId, queries.run(calibrations.background(model, query.boardId)))
-        const near = yield* queries.run(repo.nearest(model, {
+        const near = yield* queries.run(vectors.nearest(model, {
           organizationId: query.organizationId,
           boardId: query.boardId,
           vector: Array.from(vector),
@@ -119,5 +120,5 @@ export class Semantic extends Context.Service<Semantic, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide([EmbeddingRepo.layer, CalibrationRepo.layer]))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([VectorSearch.layer, CalibrationRepo.layer]))
 }

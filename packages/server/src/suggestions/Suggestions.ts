@@ -1,11 +1,12 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api/effect"
 import { Cause, Clock, Context, Effect, Fiber, Layer, Option } from "effect"
 import * as BoundedCache from "../caching/BoundedCache.js"
-import { ServerConfig } from "../config.js"
+import { DatabaseConfig } from "../config/database.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import { merge, nearLimit } from "./blend.js"
-import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "../lexicon/lexicon.js"
-import { ReadSql } from "../sql/ReadReplica.js"
+import { boardKey, queryFeatures } from "../lexicon/lexicon.js"
+import { LexicalSearch } from "./LexicalSearch.js"
 import { Semantic } from "./Semantic.js"
 import { isTimeout, SuggestionQueries } from "./SuggestionQueries.js"
 
@@ -96,16 +97,6 @@ export interface Ranked {
 
 const idf = (n: number, df: number) => Math.log(1 + (n - df + 0.5) / (df + 0.5))
 
-interface Row {
-  readonly id: string | null
-  readonly title: string | null
-  readonly excerpt: string | null
-  readonly slug: string | null
-  readonly coverage: number | null
-  /** Indexes of the fetched features that reached the cap. */
-  readonly common: ReadonlyArray<number> | null
-}
-
 export class Suggestions extends Context.Service<Suggestions, {
   /**
    * What the widget shows (`POST /suggestions`, docs/api.md: "Routes"): the
@@ -122,12 +113,13 @@ export class Suggestions extends Context.Service<Suggestions, {
   /** Every candidate with its coverage, best first, before the threshold: for tuning and the quality report. */
   readonly rank: (request: SuggestionsRequest) => Effect.Effect<ReadonlyArray<Ranked>>
 }>()("hearken/Suggestions") {
-  /** Needs `Semantic` and the `SuggestionQueries`. */
+  /** Needs `Semantic`, the `SuggestionQueries` and the `LexicalSearch`. */
   static readonly layerNoDeps = Layer.effect(
     Suggestions,
     Effect.gen(function*() {
-      const sql = (yield* ReadSql).client
-      const config = yield* ServerConfig
+      const lexicalSearch = yield* LexicalSearch
+      const database = yield* DatabaseConfig
+      const { suggestionsMaxDistance } = yield* EmbeddingsConfig
       const sanitizer = yield* Sanitizer
       const semantic = yield* Semantic
       const queries = yield* SuggestionQueries
@@ -146,10 +138,7 @@ export class Suggestions extends Context.Service<Suggestions, {
         const key = sizeKey(organizationId, boardId)
         const cached = yield* sizes.get(key)
         if (Option.isSome(cached)) return cached.value
-        const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM posts p
-          JOIN boards b ON b.id = p.board_id AND b.organization_id = ${organizationId} AND b.visibility = 'public'
-          WHERE p.board_id = ${boardId} AND p.visibility = 'public'`
-        const n = row?.n ?? 0
+        const n = yield* lexicalSearch.boardSize(organizationId, boardId)
         if (n >= cacheBoardsFrom) {
           yield* sizes.set(key, n)
           yield* knownSizes.set(key, n)
@@ -157,16 +146,8 @@ export class Suggestions extends Context.Service<Suggestions, {
         return n
       })
 
-      /**
-       * For the rest of the transaction: postings are read through the GIN
-       * index, never by scanning `posts`. The planner cannot see the draft's
-       * features (they arrive as one parameter), and on a table it has no
-       * fresh statistics for (a first import, a generic plan) it used to scan
-       * every post's lexicon once per feature: 120 features by 2,000 posts
-       * took seconds of CPU. Through the index a feature costs its postings,
-       * whatever the statistics or the plan cache hold.
-       */
-      const indexOnly = sql`SET LOCAL enable_seqscan = off`
+      /** For the rest of the transaction: postings are read through the GIN index (`LexicalSearch.indexOnly`). */
+      const indexOnly = lexicalSearch.indexOnly
 
       /**
        * Lexemes PostgreSQL's statistics of `posts.lexicon` (ANALYZE's most
@@ -190,15 +171,9 @@ export class Suggestions extends Context.Service<Suggestions, {
       let reading: Fiber.Fiber<void> | undefined
       const scope = yield* Effect.scope
       /** For the reads in the background: the database's limit (`DATABASE_STATEMENT_TIMEOUT_MS`), not the suggestions'. */
-      const backgroundLimit = sql`SELECT set_config('statement_timeout', ${String(config.databaseStatementTimeoutMs)}, true)`
-      const readKnown = queries.run(
-        Effect.andThen(backgroundLimit, sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
-          JOIN pg_class c ON c.oid = to_regclass('posts')
-          CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
-          WHERE s.schemaname = current_schema() AND s.tablename = 'posts' AND s.attname = 'lexicon'
-            AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${tuning.common}`)
-      ).pipe(
-        Effect.map((rows) => void (known = new Set(rows.map((row) => row.lexeme)))),
+      const backgroundLimit = lexicalSearch.statementTimeout(database.databaseStatementTimeoutMs)
+      const readKnown = queries.run(Effect.andThen(backgroundLimit, lexicalSearch.commonLexemes(tuning.common))).pipe(
+        Effect.map((lexemes) => void (known = new Set(lexemes))),
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause)
             ? Effect.interrupt
@@ -253,8 +228,7 @@ export class Suggestions extends Context.Service<Suggestions, {
             Effect.asVoid(Effect.forkIn(
               queries.run(Effect.gen(function*() {
                 // A table under `cacheBoardsFrom` rows (by PostgreSQL's estimate) has no board whose size is kept: nothing to count for.
-                const [table] = yield* sql<{ rows: number }>`SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = to_regclass('posts')`
-                if ((table?.rows ?? 0) < cacheBoardsFrom) return
+                if ((yield* lexicalSearch.postsEstimate) < cacheBoardsFrom) return
                 yield* backgroundLimit
                 yield* indexOnly
                 yield* boardSize(request.organizationId, request.boardId)
@@ -295,53 +269,6 @@ export class Suggestions extends Context.Service<Suggestions, {
         })
       }
 
-      /**
-       * One statement: each feature's postings (at most `cap`, through the GIN
-       * index), its document frequency from their count, its IDF weight, and
-       * the posts ranked by the weights of the features they have (title
-       * features count fully, body ones half: `title_lexicon` tells them apart
-       * without reading the large `lexicon`). Features at the cap are too
-       * common to rank with; they are reported so they are not fetched again.
-       * `q` is materialized: each tsquery is parsed once per statement, not
-       * once per row it is compared with.
-       */
-      const search = (request: SuggestionsRequest, n: number, cap: number, commonTotal: number,
-        terms: ReadonlyArray<{ readonly lexeme: string; readonly weight: number }>) =>
-        sql<Row>`WITH q AS MATERIALIZED (
-            SELECT idx, tsq::tsquery AS tsq, weight FROM jsonb_to_recordset(${
-          JSON.stringify(terms.map(({ lexeme, weight }, idx) => ({ idx, tsq: tsqueryLiteral(lexeme), weight })))
-        }::jsonb) AS q(idx int, tsq text, weight float8)
-          ), posting AS (
-            SELECT q.idx, m.id, m.in_title
-            FROM q CROSS JOIN LATERAL (
-              SELECT p.id, p.title_lexicon @@ q.tsq AS in_title FROM posts p
-              WHERE p.lexicon @@ q.tsq
-              LIMIT ${cap}
-            ) m
-          ), feature AS (
-            SELECT q.idx, count(posting.id) AS df,
-              q.weight * ln(1 + (${n} - least(count(posting.id), ${n}) + 0.5) / (least(count(posting.id), ${n}) + 0.5)) AS w
-            FROM q LEFT JOIN posting ON posting.idx = q.idx
-            GROUP BY q.idx, q.weight
-          ), total AS (
-            SELECT sum(w) + ${commonTotal} AS total, array_agg(idx) FILTER (WHERE df >= ${cap}) AS common FROM feature
-          ), hit AS (
-            SELECT posting.id, sum(feature.w * CASE WHEN posting.in_title THEN 1 ELSE ${bodyWeight} END) AS score
-            FROM posting JOIN feature ON feature.idx = posting.idx AND feature.df < ${cap}
-            GROUP BY posting.id
-            ORDER BY score DESC, posting.id
-            LIMIT ${tuning.candidates}
-          ), ranked AS (
-            SELECT p.id, p.title, p.excerpt, p.slug, hit.score, p.created_at
-            FROM hit JOIN posts p ON p.id = hit.id
-            JOIN boards b ON b.id = p.board_id AND b.organization_id = ${request.organizationId} AND b.visibility = 'public'
-            WHERE p.board_id = ${request.boardId} AND p.organization_id = ${request.organizationId} AND p.visibility = 'public'
-          )
-          SELECT ranked.id, ranked.title, ranked.excerpt, ranked.slug,
-            (ranked.score / NULLIF(total.total, 0))::float8 AS coverage, total.common
-          FROM total LEFT JOIN ranked ON true
-          ORDER BY ranked.score DESC NULLS LAST, ranked.created_at DESC, ranked.id`
-
       /** `text`: the draft's content as plain text; `size`, the board's when it was counted already. */
       const rankText = Effect.fnUntraced(function*(request: SuggestionsRequest, text: string, size?: number) {
         const features = queryFeatures(request.title, text).slice(0, tuning.maxFeatures)
@@ -363,7 +290,15 @@ export class Suggestions extends Context.Service<Suggestions, {
             else fetch.push({ lexeme, weight })
           }
           if (fetch.length === 0) return []
-          const rows = yield* search(request, n, cap, commonTotal, fetch)
+          const rows = yield* lexicalSearch.search({
+            organizationId: request.organizationId,
+            boardId: request.boardId,
+            n,
+            cap,
+            commonTotal,
+            candidates: tuning.candidates,
+            terms: fetch
+          })
           for (const idx of rows[0]?.common ?? []) yield* common.set(fetch[idx]!.lexeme, true)
           return rows
         }))
@@ -401,7 +336,7 @@ export class Suggestions extends Context.Service<Suggestions, {
         for (const post of meaning.value) {
           if (!matches.has(post.id)) matches.set(post.id, new SuggestionMatch({ id: post.id, title: post.title, excerpt: post.excerpt, slug: post.slug }))
         }
-        const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions, config.suggestionsMaxDistance)
+        const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions, suggestionsMaxDistance)
         return ids.map((id) => matches.get(id)!)
       })
 
@@ -425,5 +360,8 @@ export class Suggestions extends Context.Service<Suggestions, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide(Semantic.layer), Layer.provide(SuggestionQueries.layer))
+  static readonly layer = this.layerNoDeps.pipe(
+    Layer.provide([Semantic.layer, LexicalSearch.layer]),
+    Layer.provide(SuggestionQueries.layer)
+  )
 }

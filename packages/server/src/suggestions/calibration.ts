@@ -78,7 +78,7 @@ const sameVector = 1e-6
  * of nine would otherwise hold every draft's p above 0.2. The median moves
  * only when they are half the board.
  *
- * A distance of 0 stays: copies are one post already (`EmbeddingRepo`), so
+ * A distance of 0 stays: copies are one post already (`VectorSearch`), so
  * two posts with one vector are different texts the model cannot tell apart
  * (texts in a language it does not read). A draft with that vector is no
  * closer to them than they are to each other; left out, it would be shown
