@@ -19,6 +19,7 @@ import { Embeddings } from "./embeddings/Embeddings.js"
 import * as ApiDocs from "./docs/Docs.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
+import { ImportRepo } from "./import/ImportRepo.js"
 import { Importer } from "./import/Importer.js"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
 import { importConfiguredSeed } from "./import/startup.js"
@@ -33,6 +34,7 @@ import * as Logging from "./observability/Logging.js"
 import * as Tracing from "./observability/Tracing.js"
 import { Contacts } from "./identity/Contacts.js"
 import { IdentityTokens } from "./identity/IdentityTokens.js"
+import { OrganizationSecrets } from "./identity/OrganizationSecrets.js"
 import { RateLimitGate } from "./rate-limit/RateLimitGate.js"
 import * as RateLimitMiddleware from "./rate-limit/RateLimitMiddleware.js"
 import * as Metrics from "./observability/Metrics.js"
@@ -87,8 +89,9 @@ const Services = Layer.mergeAll(Feedback.layerNoDeps, SuggestionsLive, PublicBoa
   Layer.provideMerge(ConditionalAnswers.layerNoDeps),
   Layer.provideMerge(Layer.mergeAll(Updates.layerNoDeps, Versions.layer)),
   Layer.provideMerge(Layer.mergeAll(
-    Boards.layer, Posts.layer, IdentityTokens.layer, Contacts.layer, WebhookOutbox.layerNoDeps, IdempotencyKeys.layer
+    Boards.layer, Posts.layer, IdentityTokens.layerNoDeps, Contacts.layer, WebhookOutbox.layerNoDeps, IdempotencyKeys.layer
   )),
+  Layer.provideMerge(Layer.mergeAll(OrganizationSecrets.layer, ImportRepo.layer)),
   Layer.provideMerge(Layer.mergeAll(Sanitizer.layer, Embeddings.layer, EmbeddingSignal.layer))
 )
 

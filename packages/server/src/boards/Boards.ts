@@ -2,6 +2,7 @@ import { Board } from "@hearken/api/effect"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { ReadSql } from "../sql/ReadReplica.js"
+import { orDie } from "../sql/SqlFailure.js"
 
 const BoardRef = Schema.Struct({ id: Schema.String, visibility: Schema.Literals(["public", "private"]) })
 export type BoardRef = typeof BoardRef.Type
@@ -36,9 +37,9 @@ export class Boards extends Context.Service<Boards, {
       })
 
       return Boards.of({
-        listPublic: Effect.fn("Boards.listPublic")((organizationId: string) => listPublic(organizationId).pipe(Effect.orDie)),
+        listPublic: Effect.fn("Boards.listPublic")((organizationId: string) => listPublic(organizationId).pipe(orDie)),
         find: Effect.fn("Boards.find")((organizationId: string, boardId: string) =>
-          find({ organizationId, boardId }).pipe(Effect.orDie)
+          find({ organizationId, boardId }).pipe(orDie)
         )
       })
     })

@@ -1,5 +1,7 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
 import { ReadSql } from "../sql/ReadReplica.js"
+import { orDie } from "../sql/SqlFailure.js"
 
 /** Where an organization's public answers stand (decision 0010). */
 export interface Version {
@@ -14,6 +16,9 @@ export interface Version {
 /** An organization nothing was ever written for: it has no boards and no changelog. */
 const none: Omit<Version, "due"> = { epoch: "none", boards: 0, updates: 0 }
 
+/** The counters as text: `bigint`s, which the driver gives as strings. */
+const VersionRow = Schema.Struct({ epoch: Schema.String, boards: Schema.String, updates: Schema.String, due: Schema.Number })
+
 /** The SQL of `organization_versions`, which triggers on `boards` and `updates` keep; read where the reads go (`ReadSql`). */
 export class Versions extends Context.Service<Versions, {
   /** One indexed read of one small row; never the boards or updates themselves. */
@@ -23,14 +28,21 @@ export class Versions extends Context.Service<Versions, {
     Versions,
     Effect.gen(function*() {
       const sql = (yield* ReadSql).client
+      const versionOf = SqlSchema.findOneOption({
+        Request: Schema.Struct({ organizationId: Schema.String, now: Schema.String }),
+        Result: VersionRow,
+        execute: ({ now, organizationId }) =>
+          sql`SELECT epoch,
+              boards::text AS boards, updates::text AS updates,
+              (SELECT count(*) FROM unnest(scheduled) AS s WHERE s <= ${now}::timestamptz)::int AS due
+            FROM organization_versions WHERE organization_id = ${organizationId}`
+      })
       const read = Effect.fn("Versions.read")(function*(organizationId: string, nowMs: number) {
-        const [row] = yield* sql<{ epoch: string; boards: string; updates: string; due: number }>`SELECT epoch,
-            boards::text AS boards, updates::text AS updates,
-            (SELECT count(*) FROM unnest(scheduled) AS s WHERE s <= ${new Date(nowMs).toISOString()}::timestamptz)::int AS due
-          FROM organization_versions WHERE organization_id = ${organizationId}`
-        if (row === undefined) return { ...none, due: 0 }
+        const found = yield* versionOf({ organizationId, now: new Date(nowMs).toISOString() })
+        if (Option.isNone(found)) return { ...none, due: 0 }
+        const row = found.value
         return { epoch: row.epoch, boards: Number(row.boards), updates: Number(row.updates), due: row.due }
-      }, Effect.orDie)
+      }, orDie)
       return Versions.of({ read })
     })
   )

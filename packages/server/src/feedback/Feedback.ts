@@ -15,6 +15,7 @@ import { Sanitizer, truncate } from "../content/Sanitizer.js"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.js"
 import { Contacts } from "../identity/Contacts.js"
 import { IdentityTokens } from "../identity/IdentityTokens.js"
+import { orDie } from "../sql/SqlFailure.js"
 import { WebhookOutbox } from "../webhooks/Outbox.js"
 import { Posts } from "./Posts.js"
 
@@ -111,7 +112,7 @@ export class Feedback extends Context.Service<Feedback, {
           // Embedded in the background once committed: the answer does not wait for the embeddings API.
           yield* sql.afterCommit(embedding.postCreated(id))
           return post
-        })).pipe(Effect.orDie)
+        })).pipe(orDie)
         return new CreatedPost({
           id,
           slug: inserted.slug,
@@ -142,7 +143,7 @@ export class Feedback extends Context.Service<Feedback, {
           const post = yield* createPost(request)
           yield* keys.remember(request.organizationId, key, hash, encodeCreated(post), nowMs)
           return post
-        })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
+        })).pipe(orDie)
       })
 
       return Feedback.of({

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { numberedSlug, slugify } from "../content/slug.js"
 import { lexiconOf, type Lexicons } from "../lexicon/lexicon.js"
+import { orDie } from "../sql/SqlFailure.js"
 
 export interface NewPost {
   readonly id: string
@@ -47,16 +48,40 @@ export interface ImportSlugs {
 }
 
 const CounterRow = Schema.Struct({ base: Schema.String, last: Schema.Number })
+const LastNumber = Schema.Struct({ last: Schema.Number })
+const Slug = Schema.Struct({ slug: Schema.String })
+const Strings = Schema.Array(Schema.String)
 
-export interface LexiconSource {
-  readonly id: string
-  readonly boardId: string
-  readonly title: string
+const LexiconSource = Schema.Struct({
+  id: Schema.String,
+  boardId: Schema.String,
+  title: Schema.String,
   /** Sanitized HTML. */
-  readonly content: string
-  readonly visibility: "public" | "private"
-}
-const StatusId = Schema.Struct({ id: Schema.String })
+  content: Schema.String,
+  visibility: Schema.Literals(["public", "private"])
+})
+export type LexiconSource = typeof LexiconSource.Type
+const IdRow = Schema.Struct({ id: Schema.String })
+
+/** The columns of a new post, as `tryInsert` writes them. */
+const PostColumns = Schema.Struct({
+  id: Schema.String,
+  organizationId: Schema.String,
+  boardId: Schema.String,
+  title: Schema.String,
+  slug: Schema.String,
+  content: Schema.String,
+  excerpt: Schema.String,
+  visibility: Schema.Literals(["public", "private"]),
+  statusId: Schema.NullOr(Schema.String),
+  /** The metadata as its JSON. */
+  metadata: Schema.String,
+  source: Schema.Literals(["widget", "import"]),
+  contactId: Schema.NullOr(Schema.String),
+  lexicon: Schema.String,
+  titleLexicon: Schema.String,
+  createdAt: Schema.NullOr(Schema.String)
+})
 
 /** `LIKE` pattern of `base-` followed by anything; slugs hold no `%` or `_`, but escape them anyway. */
 const likePrefix = (base: string) => `${base.replace(/[\\%_]/g, "\\$&")}-%`
@@ -88,7 +113,7 @@ export class Posts extends Context.Service<Posts, {
 
       const defaultStatus = SqlSchema.findOneOption({
         Request: Schema.String,
-        Result: StatusId,
+        Result: IdRow,
         execute: (organizationId) =>
           sql`SELECT id FROM statuses WHERE organization_id = ${organizationId}
               ORDER BY is_default DESC, position, id LIMIT 1`
@@ -108,8 +133,11 @@ export class Posts extends Context.Service<Posts, {
        * is needed its counter starts from the highest number in use (posts from before the
        * counters, or imported with explicit slugs).
        */
-      const nextSlugNumbers = (organizationId: string, base: string, count: number) =>
-        sql<{ last: number }>`WITH bumped AS (
+      const bumpSlugCounter = SqlSchema.findAll({
+        Request: Schema.Struct({ organizationId: Schema.String, base: Schema.String, count: Schema.Number }),
+        Result: LastNumber,
+        execute: ({ base, count, organizationId }) =>
+          sql`WITH bumped AS (
             UPDATE slug_counters SET last = last + ${count}
             WHERE organization_id = ${organizationId} AND base = ${base}
             RETURNING last
@@ -120,7 +148,10 @@ export class Posts extends Context.Service<Posts, {
             ON CONFLICT (organization_id, base) DO UPDATE SET last = c.last + ${count}
             RETURNING last
           )
-          SELECT last FROM bumped UNION ALL SELECT last FROM created`.pipe(Effect.map((rows) => rows[0]!.last))
+          SELECT last FROM bumped UNION ALL SELECT last FROM created`
+      })
+      const nextSlugNumbers = (organizationId: string, base: string, count: number) =>
+        bumpSlugCounter({ organizationId, base, count }).pipe(Effect.map((rows) => rows[0]!.last))
 
       /** Moves the counter of `base` to at least `n`. */
       const raiseSlugCounter = (organizationId: string, base: string, n: number) =>
@@ -139,37 +170,69 @@ export class Posts extends Context.Service<Posts, {
         sql`UPDATE slug_counters SET last = GREATEST(last, ${highestInUse(organizationId, base)})
           WHERE organization_id = ${organizationId} AND base = ${base}`
 
+      /** No row when the slug is taken in the organization. */
+      const insertRow = SqlSchema.findOneOption({
+        Request: PostColumns,
+        Result: InsertedPost,
+        execute: (post) =>
+          sql`INSERT INTO posts
+              (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source,
+               contact_id, lexicon, title_lexicon, created_at, updated_at)
+            VALUES (${post.id}, ${post.organizationId}, ${post.boardId}, ${post.title}, ${post.slug}, ${post.content},
+              ${post.excerpt}, ${post.visibility}, ${post.statusId}, ${post.metadata}::jsonb, ${post.source},
+              ${post.contactId}, ${post.lexicon}::tsvector, ${post.titleLexicon}::tsvector,
+              COALESCE(${post.createdAt}::timestamptz, now()), COALESCE(${post.createdAt}::timestamptz, now()))
+            ON CONFLICT (organization_id, slug) DO NOTHING
+            RETURNING slug, iso_ms(created_at) AS "createdAt"`
+      })
       const tryInsert = (post: NewPost, slug: string, lexicons: Lexicons) =>
-        sql<typeof InsertedPost.Type>`INSERT INTO posts
-            (id, organization_id, board_id, title, slug, content, excerpt, visibility, status_id, metadata, source,
-             contact_id, lexicon, title_lexicon, created_at, updated_at)
-          VALUES (${post.id}, ${post.organizationId}, ${post.boardId}, ${post.title}, ${slug}, ${post.content},
-            ${post.excerpt}, ${post.visibility}, ${post.statusId}, ${JSON.stringify(post.metadata)}::jsonb, ${post.source},
-            ${post.contactId}, ${lexicons.lexicon}::tsvector, ${lexicons.titleLexicon}::tsvector,
-            COALESCE(${post.createdAt ?? null}::timestamptz, now()), COALESCE(${post.createdAt ?? null}::timestamptz, now()))
-          ON CONFLICT (organization_id, slug) DO NOTHING
-          RETURNING slug, iso_ms(created_at) AS "createdAt"`
+        insertRow({
+          id: post.id,
+          organizationId: post.organizationId,
+          boardId: post.boardId,
+          title: post.title,
+          slug,
+          content: post.content,
+          excerpt: post.excerpt,
+          visibility: post.visibility,
+          statusId: post.statusId,
+          metadata: JSON.stringify(post.metadata),
+          source: post.source,
+          contactId: post.contactId,
+          lexicon: lexicons.lexicon,
+          titleLexicon: lexicons.titleLexicon,
+          createdAt: post.createdAt ?? null
+        }).pipe(Effect.map(Option.getOrUndefined))
 
       const insert = Effect.fn("Posts.insert")(function*(post: NewPost) {
         const lexicons = lexiconOf(post)
         if (post.slug !== undefined) {
-          const [row] = yield* tryInsert(post, post.slug, lexicons)
+          const row = yield* tryInsert(post, post.slug, lexicons)
           if (row === undefined) return yield* Effect.die(new Error(`slug ${post.slug} is taken`))
           return row
         }
         if (post.claimedSlug !== undefined) {
-          const [row] = yield* tryInsert(post, post.claimedSlug, lexicons)
+          const row = yield* tryInsert(post, post.claimedSlug, lexicons)
           if (row !== undefined) return row
         }
         const base = slugify(post.title)
         for (let attempt = 0; attempt < slugAttempts; attempt++) {
           const slug = numberedSlug(base, yield* nextSlugNumbers(post.organizationId, base, 1))
-          const [row] = yield* tryInsert(post, slug, lexicons)
+          const row = yield* tryInsert(post, slug, lexicons)
           if (row !== undefined) return row
           yield* catchUpSlugCounter(post.organizationId, base)
         }
         return yield* Effect.die(new Error(`no free slug for ${base} after ${slugAttempts} attempts`))
-      }, Effect.orDie)
+      }, orDie)
+
+      const slugsTaken = SqlSchema.findAll({
+        Request: Schema.Struct({ organizationId: Schema.String, slugs: Strings }),
+        Result: Slug,
+        execute: ({ organizationId, slugs }) =>
+          sql`SELECT slug FROM posts
+            WHERE organization_id = ${organizationId}
+              AND slug IN (SELECT jsonb_array_elements_text(${JSON.stringify(slugs)}::jsonb))`
+      })
 
       /** `count` free slugs numbered from `base` (`slugify` of a title), in order; the counter is moved past them. */
       const claimSlugs = Effect.fnUntraced(function*(organizationId: string, base: string, count: number) {
@@ -179,9 +242,7 @@ export class Posts extends Context.Service<Posts, {
           const wanted = count - claimed.length
           const last = yield* nextSlugNumbers(organizationId, base, wanted)
           const slugs = Array.from({ length: wanted }, (_, i) => numberedSlug(base, last - wanted + 1 + i))
-          const taken = yield* sql<{ slug: string }>`SELECT slug FROM posts
-            WHERE organization_id = ${organizationId}
-              AND slug IN (SELECT jsonb_array_elements_text(${JSON.stringify(slugs)}::jsonb))`
+          const taken = yield* slugsTaken({ organizationId, slugs })
           if (taken.length > 0) yield* catchUpSlugCounter(organizationId, base)
           const takenSlugs = new Set(taken.map((row) => row.slug))
           claimed.push(...slugs.filter((slug) => !takenSlugs.has(slug)))
@@ -225,6 +286,13 @@ export class Posts extends Context.Service<Posts, {
           Effect.asVoid
         )
 
+      const existingPosts = SqlSchema.findAll({
+        Request: Strings,
+        Result: IdRow,
+        execute: (ids) =>
+          sql`SELECT id FROM posts WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`
+      })
+
       const claimImportSlugs = Effect.fn("Posts.claimImportSlugs")(function*(organizationId: string, posts: ReadonlyArray<ImportedPost>) {
         // Each counter's value before its first move (null: no row yet), read just before it.
         const before = new Map<string, number | null>()
@@ -243,8 +311,7 @@ export class Posts extends Context.Service<Posts, {
 
         for (const post of posts) if (post.slug !== undefined) yield* reserve(post.slug)
         const derived = posts.filter((post) => post.slug === undefined)
-        const existing = yield* sql<{ id: string }>`SELECT id FROM posts
-          WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(derived.map((post) => post.id))}::jsonb))`
+        const existing = yield* existingPosts(derived.map((post) => post.id))
         const known = new Set(existing.map((row) => row.id))
         const byBase = new Map<string, Array<ImportedPost>>()
         for (const post of derived) {
@@ -267,27 +334,31 @@ export class Posts extends Context.Service<Posts, {
           const now = after.get(base)
           return now === undefined || now === was ? [] : [{ base, before: was, after: now }]
         })
-        return { claimed, release: restoreCounters(organizationId, moved).pipe(Effect.orDie) } satisfies ImportSlugs
-      }, Effect.orDie)
+        return { claimed, release: restoreCounters(organizationId, moved).pipe(orDie) } satisfies ImportSlugs
+      }, orDie)
 
-      const missingLexicon = Effect.fn("Posts.missingLexicon")((limit: number) =>
-        sql<LexiconSource>`SELECT id, board_id AS "boardId", title, content, visibility FROM posts
-          WHERE lexicon IS NULL ORDER BY id LIMIT ${limit}`.pipe(Effect.orDie)
-      )
+      const withoutLexicon = SqlSchema.findAll({
+        Request: Schema.Number,
+        Result: LexiconSource,
+        execute: (limit) =>
+          sql`SELECT id, board_id AS "boardId", title, content, visibility FROM posts
+            WHERE lexicon IS NULL ORDER BY id LIMIT ${limit}`
+      })
+      const missingLexicon = Effect.fn("Posts.missingLexicon")((limit: number) => withoutLexicon(limit).pipe(orDie))
 
       // Only rows still missing theirs: an import that rewrote a post meanwhile has written the right one.
       const setLexicons = Effect.fn("Posts.setLexicons")(
         (rows: ReadonlyArray<{ readonly id: string } & Lexicons>) =>
           sql`UPDATE posts SET lexicon = l.lexicon::tsvector, title_lexicon = l."titleLexicon"::tsvector
             FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS l(id text, lexicon text, "titleLexicon" text)
-            WHERE posts.id = l.id AND posts.lexicon IS NULL`.pipe(Effect.asVoid, Effect.orDie)
+            WHERE posts.id = l.id AND posts.lexicon IS NULL`.pipe(Effect.asVoid, orDie)
       )
 
       return Posts.of({
         missingLexicon,
         setLexicons,
         defaultStatus: Effect.fn("Posts.defaultStatus")((organizationId: string) =>
-          defaultStatus(organizationId).pipe(Effect.map(Option.map((row) => row.id)), Effect.orDie)
+          defaultStatus(organizationId).pipe(Effect.map(Option.map((row) => row.id)), orDie)
         ),
         insert,
         claimImportSlugs

@@ -1,5 +1,6 @@
-import { Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import type { SqlFailure } from "../sql/SqlFailure.js"
 
 /** How long a key is remembered (docs/api.md: "Retries: Idempotency-Key"). */
 export const keyLifetimeMs = 24 * 60 * 60 * 1000
@@ -13,7 +14,10 @@ export interface Remembered {
   readonly response: unknown
 }
 
-type Q<A> = Effect.Effect<A, SqlError.SqlError>
+/** A failed statement or an undecodable row: the caller maps it (`SqlFailure.orDie`). */
+type Q<A> = Effect.Effect<A, SqlFailure>
+
+const RememberedRow = Schema.Struct({ requestHash: Schema.String, response: Schema.Unknown })
 
 /** The SQL of `idempotency_keys` (migration 0009). Every call runs in the caller's transaction. */
 export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
@@ -33,13 +37,23 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
       const sql = yield* SqlClient.SqlClient
       const since = (nowMs: number) => new Date(nowMs - keyLifetimeMs).toISOString()
 
+      const remembered = SqlSchema.findOneOption({
+        Request: Schema.Struct({ organizationId: Schema.String, key: Schema.String, since: Schema.String }),
+        Result: RememberedRow,
+        execute: ({ key, organizationId, since }) =>
+          sql`SELECT request_hash AS "requestHash", response
+            FROM idempotency_keys
+            WHERE organization_id = ${organizationId} AND key = ${key} AND created_at > ${since}::timestamptz`
+      })
+
       return IdempotencyKeys.of({
         lock: (organizationId, key) => sql`SELECT pg_advisory_xact_lock(hashtext(${organizationId}), hashtext(${key}))`.pipe(Effect.asVoid),
         find: (organizationId, key, nowMs) =>
-          sql<{ requestHash: string; response: unknown }>`SELECT request_hash AS "requestHash", response
-            FROM idempotency_keys
-            WHERE organization_id = ${organizationId} AND key = ${key} AND created_at > ${since(nowMs)}::timestamptz`.pipe(
-            Effect.map(([row]) => row === undefined ? undefined : { ...row, response: parse(row.response) })
+          remembered({ organizationId, key, since: since(nowMs) }).pipe(
+            Effect.map(Option.match({
+              onNone: () => undefined,
+              onSome: (row) => ({ requestHash: row.requestHash, response: parse(row.response) })
+            }))
           ),
         remember: (organizationId, key, requestHash, response, nowMs) =>
           Effect.all([

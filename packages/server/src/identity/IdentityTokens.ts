@@ -1,9 +1,9 @@
 import { UnauthorizedError } from "@hearken/api/effect"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose"
 import { describeIssue } from "../edge/SchemaIssues.js"
 import { IdentityClaims } from "./Claims.js"
+import { OrganizationSecrets } from "./OrganizationSecrets.js"
 
 /** Seconds of clock skew tolerated on `exp`, `nbf` and `iat`. */
 export const clockToleranceSeconds = 60
@@ -48,28 +48,22 @@ export class IdentityTokens extends Context.Service<IdentityTokens, {
   /** Verifies an HS256 identity token for the organization and yields its claims. */
   readonly verify: (organizationId: string, token: string) => Effect.Effect<IdentityClaims, UnauthorizedError>
 }>()("hearken/IdentityTokens") {
-  static readonly layer = Layer.effect(
+  /** Needs `OrganizationSecrets`. */
+  static readonly layerNoDeps = Layer.effect(
     IdentityTokens,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-
-      const secretsOf = (organizationId: string) =>
-        sql<{ secret: string }>`SELECT secret FROM organization_jwt_secrets
-          WHERE organization_id = ${organizationId} ORDER BY position`.pipe(
-            Effect.map((rows) => rows.map((row) => row.secret)),
-            Effect.orDie
-          )
+      const secrets = yield* OrganizationSecrets
 
       const verify = Effect.fn("IdentityTokens.verify")(function*(organizationId: string, token: string) {
         const header = yield* Effect.try({ try: () => decodeProtectedHeader(token), catch: () => refuse("malformed") })
         if (header.alg !== "HS256") return yield* refuse("only HS256 is accepted")
-        const secrets = yield* secretsOf(organizationId)
-        if (secrets.length === 0) return yield* refuse("this organization accepts no identity tokens")
+        const accepted = yield* secrets.list(organizationId)
+        if (accepted.length === 0) return yield* refuse("this organization accepts no identity tokens")
 
         // Each secret in turn (rotation). jose checks the signature before the claims,
         // so a claim failure means the secret matched: stop there.
         let payload: JWTPayload | undefined
-        for (const secret of secrets) {
+        for (const secret of accepted) {
           const result = yield* Effect.result(verifyWith(token, secret, organizationId))
           if (result._tag === "Success") {
             payload = result.success.payload
@@ -91,4 +85,6 @@ export class IdentityTokens extends Context.Service<IdentityTokens, {
       return IdentityTokens.of({ verify })
     })
   )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(OrganizationSecrets.layer))
 }

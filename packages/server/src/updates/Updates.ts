@@ -3,6 +3,7 @@ import { Array as Arr, Context, Effect, Layer, Option, Schema, Semaphore } from 
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Sanitizer, sanitizerVersion } from "../content/Sanitizer.js"
 import { ReadSql } from "../sql/ReadReplica.js"
+import { orDie } from "../sql/SqlFailure.js"
 
 const UpdateRow = Schema.Struct({
   id: Schema.String,
@@ -103,7 +104,7 @@ export class Updates extends Context.Service<Updates, {
             now: new Date(nowMs).toISOString(),
             afterPublishedAt: cursor?.publishedAt ?? null,
             afterId: cursor?.id ?? null
-          }).pipe(Effect.orDie)
+          }).pipe(orDie)
           const fresh: Array<{ update_id: string; source_hash: string; html: string }> = []
           const entries = rows.map(({ content, cursor: _, served, sourceHash, ...row }) => {
             if (served !== null) return new Update({ ...row, content: served })
