@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { Sessions } from "../sql/Database.js"
 import { indexKind, indexName, Model, modelSql } from "./Vectors.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 /** The state of an index: built and usable, or being built by some instance. */
 const IndexState = Schema.Struct({ valid: Schema.Boolean, building: Schema.Boolean })
@@ -57,7 +58,7 @@ export class EmbeddingIndexes extends Context.Service<EmbeddingIndexes, {
         }
         yield* create({ model, concurrently: options.concurrently })
         return true
-      }, (effect) => Effect.catchTag(effect, "SchemaError", Effect.die))
+      }, decoded)
 
       return EmbeddingIndexes.of({ ensureIndex })
     })

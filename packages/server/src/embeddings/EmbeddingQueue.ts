@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { iso } from "../sql/iso.js"
 import { Model, type Vector, vectorLiteral } from "./Vectors.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 /** A post leased for embedding: its text as it is now, and the hash that will say so. */
 const ClaimedPost = Schema.Struct({
@@ -42,10 +43,6 @@ const Lease = Schema.Struct({ model: Model, token: Schema.String })
 
 const PostId = Schema.Struct({ post_id: Schema.String })
 const Count = Schema.Struct({ posts: Schema.Number })
-
-/** A row the statement's schema refuses is a defect, not a database failure. */
-const orDieOnDecode = <A, R>(self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>): Effect.Effect<A, SqlError.SqlError, R> =>
-  Effect.catchTag(self, "SchemaError", Effect.die)
 
 /** The embedding queue in `post_embeddings` (decision 0009): leases, vectors stored, failures and their backoff. */
 export class EmbeddingQueue extends Context.Service<EmbeddingQueue, {
@@ -120,7 +117,7 @@ export class EmbeddingQueue extends Context.Service<EmbeddingQueue, {
       })
 
       const claim = Effect.fn("EmbeddingQueue.claim")((c: Claim) =>
-        orDieOnDecode(claimDue({
+        decoded(claimDue({
           model: c.model,
           now: iso(c.nowMs),
           leaseUntil: iso(c.nowMs + c.leaseMs),
@@ -147,7 +144,7 @@ export class EmbeddingQueue extends Context.Service<EmbeddingQueue, {
 
       const store = Effect.fn("EmbeddingQueue.store")(
         (model: Model, token: string, rows: ReadonlyArray<{ readonly post: ClaimedPost; readonly vector: Vector }>) =>
-          rows.length === 0 ? Effect.succeed(0) : orDieOnDecode(storeVectors({
+          rows.length === 0 ? Effect.succeed(0) : decoded(storeVectors({
             lease: { model, token },
             rows: rows.map(({ post, vector }) => ({ id: post.postId, hash: post.sourceHash, embedding: vectorLiteral(vector) }))
           })).pipe(Effect.map((updated) => updated.length))
@@ -171,7 +168,7 @@ export class EmbeddingQueue extends Context.Service<EmbeddingQueue, {
       })
 
       const fail = Effect.fn("EmbeddingQueue.fail")((f: Failure) =>
-        f.postIds.length === 0 ? Effect.void : orDieOnDecode(failPosts({
+        f.postIds.length === 0 ? Effect.void : decoded(failPosts({
           lease: { model: f.model, token: f.token },
           postIds: f.postIds,
           now: iso(f.nowMs),
@@ -188,7 +185,7 @@ export class EmbeddingQueue extends Context.Service<EmbeddingQueue, {
           WHERE lease_token = ${token} AND model = ${model.name} AND dimensions = ${model.dimensions}`
       })
 
-      const release = Effect.fn("EmbeddingQueue.release")((model: Model, token: string) => orDieOnDecode(releaseLease({ model, token })))
+      const release = Effect.fn("EmbeddingQueue.release")((model: Model, token: string) => decoded(releaseLease({ model, token })))
 
       const countBacklog = SqlSchema.findAll({
         Request: Model,
@@ -203,7 +200,7 @@ export class EmbeddingQueue extends Context.Service<EmbeddingQueue, {
 
       // Not `Effect.fn`: read on every scrape, which makes no span of its own (its statement's is the only one).
       const backlog = (model: Model) =>
-        orDieOnDecode(countBacklog(model)).pipe(Effect.map((rows) => rows[0]?.posts ?? 0))
+        decoded(countBacklog(model)).pipe(Effect.map((rows) => rows[0]?.posts ?? 0))
 
       return EmbeddingQueue.of({ claim, store, release, fail, backlog })
     })

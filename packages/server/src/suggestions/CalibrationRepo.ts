@@ -4,6 +4,7 @@ import { Model, modelPredicate } from "../embeddings/Vectors.js"
 import { iso } from "../sql/iso.js"
 import { ReadSql } from "../sql/ReadReplica.js"
 import { type Background, ownBackgroundFrom, poolBoards } from "./calibration.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 /** A board whose background is missing or out of date: its public embedded posts now. */
 const StaleBoard = Schema.Struct({
@@ -25,10 +26,6 @@ const BoardDistances = Schema.Struct({ distances: Distances })
 
 /** The board id of an organization's pool. */
 const pool = ""
-
-/** A row the statement's schema refuses is a defect, not a database failure. */
-const orDieOnDecode = <A, R>(self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>): Effect.Effect<A, SqlError.SqlError, R> =>
-  Effect.catchTag(self, "SchemaError", Effect.die)
 
 /** The SQL of `embedding_calibrations` (decisions 0023 and 0027). */
 export class CalibrationRepo extends Context.Service<CalibrationRepo, {
@@ -74,7 +71,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       })
 
       const background = Effect.fn("CalibrationRepo.background")(function*(model: Model, boardId: string) {
-        const rows = yield* orDieOnDecode(saved({ model, boardId }))
+        const rows = yield* decoded(saved({ model, boardId }))
         const board = rows.find((r) => r.boardId === boardId)
         const shared = rows.find((r) => r.boardId === pool)
         return { board: board?.distances ?? [], pool: shared?.distances ?? [], posts: board?.posts ?? 0 }
@@ -104,7 +101,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
           LIMIT ${limit}`
       })
 
-      const stale = Effect.fn("CalibrationRepo.stale")((model: Model, limit: number) => orDieOnDecode(staleBoards({ model, limit })))
+      const stale = Effect.fn("CalibrationRepo.stale")((model: Model, limit: number) => decoded(staleBoards({ model, limit })))
 
       const upsert = SqlSchema.void({
         Request: Schema.Struct({ model: Model, board: StaleBoard, distances: Schema.String, computedAt: Schema.String }),
@@ -117,7 +114,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       })
 
       const save = Effect.fn("CalibrationRepo.save")((model: Model, board: StaleBoard, distances: ReadonlyArray<number>, nowMs: number) =>
-        orDieOnDecode(upsert({ model, board, distances: floats(distances), computedAt: iso(nowMs) }))
+        decoded(upsert({ model, board, distances: floats(distances), computedAt: iso(nowMs) }))
       )
 
       const deleteBoard = SqlSchema.void({
@@ -126,7 +123,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
           sql`DELETE FROM embedding_calibrations WHERE model = ${model.name} AND dimensions = ${model.dimensions} AND board_id = ${boardId}`
       })
 
-      const remove = Effect.fn("CalibrationRepo.remove")((model: Model, boardId: string) => orDieOnDecode(deleteBoard({ model, boardId })))
+      const remove = Effect.fn("CalibrationRepo.remove")((model: Model, boardId: string) => decoded(deleteBoard({ model, boardId })))
 
       const boardDistances = SqlSchema.findAll({
         Request: ModelOrganization,
@@ -139,7 +136,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       })
 
       const boards = Effect.fn("CalibrationRepo.boards")((model: Model, organizationId: string) =>
-        orDieOnDecode(boardDistances({ model, organizationId })).pipe(Effect.map((rows) => rows.map((r) => r.distances)))
+        decoded(boardDistances({ model, organizationId })).pipe(Effect.map((rows) => rows.map((r) => r.distances)))
       )
 
       const upsertPool = SqlSchema.void({
@@ -161,7 +158,7 @@ export class CalibrationRepo extends Context.Service<CalibrationRepo, {
       })
 
       const savePool = Effect.fn("CalibrationRepo.savePool")((model: Model, organizationId: string, distances: ReadonlyArray<number>, nowMs: number) =>
-        orDieOnDecode(upsertPool({ organization: { model, organizationId }, distances: floats(distances), computedAt: iso(nowMs) }))
+        decoded(upsertPool({ organization: { model, organizationId }, distances: floats(distances), computedAt: iso(nowMs) }))
       )
 
       return CalibrationRepo.of({ background, stale, save, remove, boards, savePool })

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
 import { bodyWeight, tsqueryLiteral } from "../lexicon/lexicon.js"
 import { ReadSql } from "../sql/ReadReplica.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 /** A ranked post of the board; one row with no post when none matched, for the features at the cap. */
 const LexicalRow = Schema.Struct({
@@ -36,10 +37,6 @@ const Board = Schema.Struct({ organizationId: Schema.String, boardId: Schema.Str
 const Count = Schema.Struct({ n: Schema.Number })
 const Rows = Schema.Struct({ rows: Schema.Number })
 const Lexeme = Schema.Struct({ lexeme: Schema.String })
-
-/** A row the statement's schema refuses is a defect, not a database failure. */
-const orDieOnDecode = <A, R>(self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>): Effect.Effect<A, SqlError.SqlError, R> =>
-  Effect.catchTag(self, "SchemaError", Effect.die)
 
 /**
  * The lexical half of suggestions in SQL (decisions 0008, 0039), beside the
@@ -102,14 +99,14 @@ export class LexicalSearch extends Context.Service<LexicalSearch, {
           WHERE p.board_id = ${boardId} AND p.visibility = 'public'`
       })
       const boardSize = (organizationId: string, boardId: string) =>
-        orDieOnDecode(countBoard({ organizationId, boardId })).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+        decoded(countBoard({ organizationId, boardId })).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 
       const estimate = SqlSchema.findAll({
         Request: Schema.Void,
         Result: Rows,
         execute: () => sql`SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = to_regclass('posts')`
       })
-      const postsEstimate = orDieOnDecode(estimate(undefined)).pipe(Effect.map((rows) => rows[0]?.rows ?? 0))
+      const postsEstimate = decoded(estimate(undefined)).pipe(Effect.map((rows) => rows[0]?.rows ?? 0))
 
       const statistics = SqlSchema.findAll({
         Request: Schema.Number,
@@ -121,7 +118,7 @@ export class LexicalSearch extends Context.Service<LexicalSearch, {
           WHERE s.schemaname = current_schema() AND s.tablename = 'posts' AND s.attname = 'lexicon'
             AND e.lexeme IS NOT NULL AND e.freq * (1 - s.null_frac) * greatest(c.reltuples, 0) >= ${atLeast}`
       })
-      const commonLexemes = (atLeast: number) => orDieOnDecode(statistics(atLeast)).pipe(Effect.map((rows) => rows.map((row) => row.lexeme)))
+      const commonLexemes = (atLeast: number) => decoded(statistics(atLeast)).pipe(Effect.map((rows) => rows.map((row) => row.lexeme)))
 
       const ranked = SqlSchema.findAll({
         Request: Schema.Struct({
@@ -170,7 +167,7 @@ export class LexicalSearch extends Context.Service<LexicalSearch, {
           ORDER BY ranked.score DESC NULLS LAST, ranked.created_at DESC, ranked.id`
       })
       const search = (query: LexicalQuery) =>
-        orDieOnDecode(ranked({
+        decoded(ranked({
           board: { organizationId: query.organizationId, boardId: query.boardId },
           n: query.n,
           cap: query.cap,

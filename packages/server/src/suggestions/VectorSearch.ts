@@ -3,6 +3,7 @@ import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { Model, modelSql, type Vector, vectorLiteral } from "../embeddings/Vectors.js"
 import { storedKindAt, wordKinds } from "../lexicon/lexicon.js"
 import { ReadSql } from "../sql/ReadReplica.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 const NearPost = Schema.Struct({
   id: Schema.String,
@@ -57,10 +58,6 @@ const nearCopy = (a: { readonly words: string; readonly n: string }, b: { readon
     WHEN ${a.n} - ${shared} > 1 OR ${shared} < ${nearCopyShares} THEN false
     ELSE ${b.n ?? `cardinality(${wordsOf(b.lexicon)})`} - ${shared} <= 1 END)`
 }
-
-/** A row the statement's schema refuses is a defect, not a database failure. */
-const orDieOnDecode = <A, R>(self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>): Effect.Effect<A, SqlError.SqlError, R> =>
-  Effect.catchTag(self, "SchemaError", Effect.die)
 
 /**
  * The vector queries of `post_embeddings` (decisions 0009, 0023, 0027): a
@@ -150,7 +147,7 @@ export class VectorSearch extends Context.Service<VectorSearch, {
         readonly limit: number
         readonly exact?: boolean
       }) =>
-        orDieOnDecode(nearPosts({
+        decoded(nearPosts({
           model,
           organizationId: q.organizationId,
           boardId: q.boardId,
@@ -228,7 +225,7 @@ export class VectorSearch extends Context.Service<VectorSearch, {
         if (n < 2) return []
         const rows = yield* distances({ board: { model, boardId }, sample, exact: n <= exactUpTo })
         return rows.flatMap((row) => row.d === null || !Number.isFinite(row.d) ? [] : [row.d]).sort((a, b) => a - b)
-      }, (effect) => Effect.catchTag(effect, "SchemaError", Effect.die))
+      }, decoded)
 
       return VectorSearch.of({ nearest, neighbourDistances })
     })

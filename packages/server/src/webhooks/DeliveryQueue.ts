@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { iso } from "../sql/iso.js"
-import { decoded } from "./decoded.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 /** A delivery a worker holds under a lease, with what it needs to send it. */
 export const ClaimedDelivery = Schema.Struct({

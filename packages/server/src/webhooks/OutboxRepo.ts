@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
 import { type RowOutcome, upsertOutcome } from "../sql/upsertOutcome.js"
-import { decoded } from "./decoded.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 /** An endpoint as a fixture gives it. */
 export interface EndpointFields {

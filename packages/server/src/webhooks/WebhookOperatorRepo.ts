@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
-import { decoded } from "./decoded.js"
+import { decoded } from "../sql/SqlFailure.js"
 
 const FailedDelivery = Schema.Struct({
   id: Schema.String,
