@@ -1,11 +1,12 @@
 import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
 import type { Array as Arr } from "effect"
-import { Context, Effect, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Schedule, Schema, type Scope, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { Migrator, SqlClient, SqlError } from "effect/sql"
+import { Migrator, SqlClient, SqlError, SqlSchema } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
 import { DatabaseConfig, type DatabaseConfigShape } from "../config/database.js"
 import { startEmbedded } from "./Embedded.js"
+import { decoded } from "./SqlFailure.js"
 import { loader } from "./migrations/index.js"
 
 const runMigrations = Migrator.make({})({ loader })
@@ -59,10 +60,16 @@ export const applicationName = `hearken ${process.pid}-${Math.random().toString(
  * counts; PostgreSQL knows them.
  */
 export const poolSessions = (sql: SqlClient.SqlClient) =>
-  sql<{ inUse: number; idle: number }>`SELECT
-      count(*) FILTER (WHERE state <> 'idle' AND pid <> pg_backend_pid())::int AS "inUse",
-      count(*) FILTER (WHERE state = 'idle')::int AS idle
-    FROM pg_stat_activity WHERE application_name = ${applicationName}`.pipe(
+  SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: Schema.Struct({ inUse: Schema.Number, idle: Schema.Number }),
+    execute: () =>
+      sql`SELECT
+          count(*) FILTER (WHERE state <> 'idle' AND pid <> pg_backend_pid())::int AS "inUse",
+          count(*) FILTER (WHERE state = 'idle')::int AS idle
+        FROM pg_stat_activity WHERE application_name = ${applicationName}`
+  })(undefined).pipe(
+    decoded,
     Effect.map(([row]) => ({ inUse: row?.inUse ?? 0, idle: row?.idle ?? 0 }))
   )
 

@@ -1,10 +1,11 @@
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Context, Effect, Exit, Fiber, Layer, Metric, Option, Redacted, Schedule, type Scope } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Metric, Option, Redacted, Schedule, Schema, type Scope } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { SqlClient, type SqlConnection, SqlError } from "effect/sql"
+import { SqlClient, type SqlConnection, SqlError, SqlSchema } from "effect/sql"
 import { DatabaseConfig } from "../config/database.js"
 import { labelled } from "../observability/Metrics.js"
 import { clientOn, commit, namedBy } from "./Database.js"
+import { decoded } from "./SqlFailure.js"
 
 /** The server a read ran on. */
 export type ReadTarget = "replica" | "primary"
@@ -73,13 +74,19 @@ const readsOn = labelled(reads)
  * recovery both are 0.
  */
 const lagOf = (sql: SqlClient.SqlClient) =>
-  sql<ReplicaLag>`SELECT
+  SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: Schema.Struct({ seconds: Schema.Number, bytes: Schema.Number, streaming: Schema.Boolean }),
+    execute: () =>
+      sql`SELECT
       greatest(coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()), 0), 0)::float8 AS bytes,
       CASE WHEN coalesce(pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn(), false)
         THEN greatest(coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0), 0)
         ELSE 0 END::float8 AS seconds,
-      EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') AS streaming`.pipe(
-    Effect.map(([row]) => ({ seconds: row?.seconds ?? 0, bytes: row?.bytes ?? 0, streaming: row?.streaming ?? false }))
+      EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') AS streaming`
+  })(undefined).pipe(
+    decoded,
+    Effect.map(([row]): ReplicaLag => ({ seconds: row?.seconds ?? 0, bytes: row?.bytes ?? 0, streaming: row?.streaming ?? false }))
   )
 
 /** `host:port` of a URL, for the log lines and the spans (the URL's own values: no credentials). */

@@ -100,7 +100,7 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
         execute: (endpoint) =>
           upsertOutcome(
             sql,
-            sql<{ inserted: boolean }>`INSERT INTO webhook_endpoints (id, organization_id, url, secret, previous_secrets, events)
+            sql`INSERT INTO webhook_endpoints (id, organization_id, url, secret, previous_secrets, events)
               VALUES (${endpoint.id}, ${endpoint.organizationId}, ${endpoint.url}, ${endpoint.secret},
                 ${textArray(endpoint.previousSecrets)}, ${textArray(endpoint.events)})
               ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret,
