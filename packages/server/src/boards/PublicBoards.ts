@@ -21,8 +21,7 @@ export class PublicBoards extends Context.Service<PublicBoards, {
       const answers = yield* ConditionalAnswers
       const boards = yield* Boards
       return PublicBoards.of({
-        // The span keeps the name it had when both answers were one service, for the dashboards that know it.
-        answer: Effect.fn("PublicAnswers.boards")(
+        answer: Effect.fn("PublicBoards.answer")(
           answers.respond("boards", (organizationId, _nowMs, _keep, oneServer) =>
             Effect.map(oneServer(boards.listPublic(organizationId)), (list) => encoder.encode(JSON.stringify(encodeBoards(list)))))
         )

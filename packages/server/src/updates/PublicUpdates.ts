@@ -54,8 +54,7 @@ export class PublicUpdates extends Context.Service<PublicUpdates, {
         )
       })
 
-      // The span keeps the name it had when both answers were one service, for the dashboards that know it.
-      return PublicUpdates.of({ answer: Effect.fn("PublicAnswers.updates")(answers.respond("updates", load)) })
+      return PublicUpdates.of({ answer: Effect.fn("PublicUpdates.answer")(answers.respond("updates", load)) })
     })
   )
 }
