@@ -1,9 +1,9 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { EmbeddingRepo, exactUpTo, vectorLiteral } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
-import { lexiconOf } from "../packages/server/dist/lexicon/lexicon.js"
-import { ownBackgroundFrom, pairBelow, pValue } from "../packages/server/dist/suggestions/calibration.js"
+import { EmbeddingRepo, exactUpTo, vectorLiteral } from "../packages/server/src/embeddings/EmbeddingRepo.js"
+import { lexiconOf } from "../packages/server/src/lexicon/lexicon.js"
+import { ownBackgroundFrom, pairBelow, pValue } from "../packages/server/src/suggestions/calibration.js"
 import { onFreshDatabase } from "./support/repository.js"
 
 /**

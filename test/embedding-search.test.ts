@@ -1,7 +1,7 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { EmbeddingRepo, indexName, vectorLiteral } from "../packages/server/dist/embeddings/EmbeddingRepo.js"
+import { EmbeddingRepo, indexName, vectorLiteral } from "../packages/server/src/embeddings/EmbeddingRepo.js"
 import { onFreshDatabase } from "./support/repository.js"
 
 /**

@@ -1,6 +1,6 @@
 import { Duration } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backgroundTtl } from "../packages/server/dist/suggestions/Semantic.js"
+import { backgroundTtl } from "../packages/server/src/suggestions/Semantic.js"
 import {
   calibrated,
   calibrationRows,

@@ -5,16 +5,16 @@ import { randomUUID } from "node:crypto"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Core } from "../packages/server/dist/App.js"
-import { ServerConfig } from "../packages/server/dist/config.js"
+import { Core } from "../packages/server/src/App.js"
+import { ServerConfig } from "../packages/server/src/config.js"
 import {
   pausePolicy,
   perEndpoint,
   perOrganization,
   perStalledEndpoint,
   stalledSlots
-} from "../packages/server/dist/webhooks/limits.js"
-import { type ClaimedDelivery, type Load, noLoad, WebhookRepo } from "../packages/server/dist/webhooks/WebhookRepo.js"
+} from "../packages/server/src/webhooks/limits.js"
+import { type ClaimedDelivery, type Load, noLoad, WebhookRepo } from "../packages/server/src/webhooks/WebhookRepo.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, webhookOrganization } from "./support/receiver.js"
 
