@@ -51,7 +51,7 @@ import type { Blend, Near } from "../../packages/server/dist/suggestions/blend.j
 import type { Selection } from "../../packages/server/dist/suggestions/Suggestions.js"
 import { type Embedder, startFakeEmbeddings } from "../../test/support/embeddings.ts"
 import { freshDatabase, startProcess, withSql } from "../support.ts"
-import { datasetOrganization, type Draft, type Half, halves, hash, type LabelledSet, loadSets } from "./dataset.ts"
+import { datasetOrganization, type Draft, type Half, halves, hash, type LabelledSet, loadSets } from "../../test/support/dataset.ts"
 import * as Scoring from "./scoring.ts"
 import { clusterRequest, clusterRequirements, clustersFixture } from "../../test/support/clusters-fixture.ts"
 
