@@ -10,6 +10,7 @@ import { ServerConfig } from "../packages/server/src/config.js"
 import { batchSize, EmbeddingRound, maxRetryMs } from "../packages/server/src/embeddings/EmbeddingRound.js"
 import { EmbeddingRepo } from "../packages/server/src/embeddings/EmbeddingRepo.js"
 import { embeddingInput, Embeddings, inInputOrder, vectorProblem } from "../packages/server/src/embeddings/Embeddings.js"
+import { startClock } from "./support/clock.js"
 import { createDatabase } from "./support/database.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 
@@ -132,8 +133,6 @@ const reset = Effect.gen(function*() {
   fake.rejectInputsContaining = undefined
   fake.overflowInputsContaining = undefined
 }).pipe(Effect.orDie)
-
-const startClock = Effect.sync(() => Math.floor(Date.now() / 1000) * 1000).pipe(Effect.tap((now) => TestClock.setTime(now)))
 
 /** No embeddings, the API answering, virtual time at today's: each test starts here. */
 const fresh = Effect.gen(function*() {

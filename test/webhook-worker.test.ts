@@ -13,6 +13,7 @@ import { backoffMs, judge, parseRetryAfter } from "../packages/server/src/webhoo
 import { WebhookRepo } from "../packages/server/src/webhooks/WebhookRepo.js"
 import { concurrency, leaseMs, pausePolicy, perEndpoint } from "../packages/server/src/webhooks/limits.js"
 import { WebhookDelivery } from "../packages/server/src/webhooks/WebhookDelivery.js"
+import { startClock } from "./support/clock.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 
@@ -129,11 +130,6 @@ const failuresOf = (endpointId: string) =>
   }).pipe(Effect.orDie)
 
 const deliverDue = Effect.flatMap(WebhookDelivery, (delivery) => delivery.deliverDue)
-
-/** Starts virtual time at the real clock, so timestamps look like today's. */
-const startClock = Effect.sync(() => Math.floor(Date.now() / 1000) * 1000).pipe(
-  Effect.tap((now) => TestClock.setTime(now))
-)
 
 /**
  * The layer (database pool, receiver) runs on real time; each test's own
