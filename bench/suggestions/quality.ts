@@ -1,6 +1,6 @@
 /**
  * `npm run quality`: how well `POST /suggestions` finds duplicates, on every
- * labelled set (`dataset.ts`: the project's own set and the real boards in
+ * labelled set (`test/support/dataset.ts`: the project's own set and the real boards in
  * `sets/`), with each embedder behind the tests' OpenAI-compatible fake API
  * (`test/support/embeddings.ts`): none (lexical only), the concept embedder,
  * GloVe word vectors averaged with SIF weights (fetched on demand, cached),
