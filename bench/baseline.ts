@@ -27,12 +27,14 @@
  *   transaction the slug (the server's counter statement, `numberedSlug`, its
  *   insert with ON CONFLICT, retried), the post with the same columns
  *   (lexicon columns from the server's `lexiconOf`) and the webhook outbox
- *   statement of `WebhookRepo.enqueue`.
+ *   statement, imported from the server (`OutboxRepo.enqueueStatement`).
  * Answers have the spec's JSON shapes; `load/load.ts` checks that both servers
  * answer the same before it loads them.
  */
 import { Limits, postCreatedEventType, publicMaxAgeSeconds, RateLimits } from "@hearken/api/effect"
-import { Option } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Option } from "effect"
+import { Statement } from "effect/sql"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -48,6 +50,7 @@ import { lexiconOf } from "../packages/server/dist/lexicon/lexicon.js"
 import { bucketOf, clientAddress } from "../packages/server/dist/rate-limit/ClientIp.js"
 import { redisScript } from "../packages/server/dist/rate-limit/gcra.js"
 import { periodMs, redisOptions } from "../packages/server/dist/rate-limit/RateLimiter.js"
+import { enqueueStatement, type OutboxEvent } from "../packages/server/dist/webhooks/OutboxRepo.js"
 
 const env = (name: string) => {
   const value = process.env[name]
@@ -124,28 +127,29 @@ const statements = {
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13::tsvector, $14::tsvector,
                  COALESCE($15::timestamptz, now()), COALESCE($15::timestamptz, now()))
                ON CONFLICT (organization_id, slug) DO NOTHING
-               RETURNING slug, iso_ms(created_at) AS "createdAt"`,
-  enqueue: `WITH endpoints AS (
-              SELECT id, paused_at FROM webhook_endpoints
-              WHERE organization_id = $2 AND $3 = ANY (events)
-            ), event AS (
-              INSERT INTO webhook_events (id, organization_id, type, body)
-              SELECT $1, $2, $3, $4
-              WHERE EXISTS (SELECT 1 FROM endpoints)
-              RETURNING id
-            ), deliveries AS (
-              INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status)
-              SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), event.id, endpoints.id,
-                CASE WHEN endpoints.paused_at IS NULL THEN 'pending' ELSE 'held' END
-              FROM event, endpoints
-              RETURNING 1
-            )
-            SELECT count(*)::int AS count FROM deliveries`
+               RETURNING slug, iso_ms(created_at) AS "createdAt"`
 }
-type Statement = keyof typeof statements
+type StatementName = keyof typeof statements
 
-const query = <Row>(db: pg.Pool | pg.PoolClient, name: Statement, values: Array<unknown>) =>
+const query = <Row>(db: pg.Pool | pg.PoolClient, name: StatementName, values: Array<unknown>) =>
   db.query<Row & pg.QueryResultRow>({ name, text: statements[name], values }).then((result) => result.rows)
+
+/**
+ * The server's statements built by its own modules, compiled for `pg` as the server's client
+ * compiles them; they are never run through this constructor (it has no connection).
+ */
+const compiled = Statement.make(
+  Effect.die(new Error("the baseline runs its statements with pg")),
+  PgClient.makeCompiler(),
+  [],
+  undefined
+)
+
+/** The server's outbox statement (`OutboxRepo.enqueueStatement`), as a named statement. */
+const enqueue = (db: pg.PoolClient, event: OutboxEvent) => {
+  const [text, values] = enqueueStatement(compiled, event).compile()
+  return db.query({ name: "enqueue", text, values: [...values] })
+}
 
 const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
   const json = JSON.stringify(body)
@@ -364,7 +368,9 @@ const feedback = async (req: IncomingMessage, res: ServerResponse, headers: Reco
       statusId: status.id, contactId: null, metadata
     }
     const event = JSON.stringify({ type: postCreatedEventType, timestamp: inserted.createdAt, data })
-    await query(client, "enqueue", [`msg_${randomUUID().replaceAll("-", "")}`, organizationId, postCreatedEventType, event])
+    await enqueue(client, {
+      id: `msg_${randomUUID().replaceAll("-", "")}`, organizationId, type: postCreatedEventType, body: event, traceparent: null
+    })
     await client.query("COMMIT")
   } catch (error) {
     await client.query("ROLLBACK").catch(() => {})

@@ -15,7 +15,7 @@
  * (BENCH_FAIRNESS_WAIT_MS), with the default WEBHOOK_TIMEOUT_MS (10 s).
  * Decision 0017.
  *
- * `-- --claim` instead: what one claim costs (`WebhookRepo.claim`, 32 slots,
+ * `-- --claim` instead: what one claim costs (`DeliveryQueue.claim`, 32 slots,
  * nothing in flight, in a transaction rolled back, BENCH_CLAIM_ROUNDS times)
  * as the endpoints with pending deliveries grow, 10, 1,000 and 10,000
  * (BENCH_CLAIM_SIZES), in three layouts: all of them in one organization,
@@ -32,7 +32,7 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { WebhookRepo } from "../packages/server/dist/webhooks/WebhookRepo.js"
+import { DeliveryQueue } from "../packages/server/dist/webhooks/DeliveryQueue.js"
 import { widgetClient } from "../test/support/client.ts"
 import { freshDatabase, percentile, startProcess, withSql } from "./support.ts"
 
@@ -157,7 +157,7 @@ const populate = (sql: SqlClient.SqlClient, size: number, layout: Layout) =>
 /** Milliseconds of one claim each round, and how many deliveries it took; each round is rolled back. */
 const timeClaims = (sql: SqlClient.SqlClient) =>
   Effect.gen(function*() {
-    const repo = yield* WebhookRepo
+    const queue = yield* DeliveryQueue
     // Every field the claim has taken over time, so that the same script measures an older build too.
     const claim = {
       nowMs: Date.now(),
@@ -174,7 +174,7 @@ const timeClaims = (sql: SqlClient.SqlClient) =>
     for (let i = 0; i < claimRounds; i++) {
       const exit = yield* sql.withTransaction(Effect.gen(function*() {
         const started = performance.now()
-        const rows = yield* repo.claim(claim)
+        const rows = yield* queue.claim(claim)
         times.push(performance.now() - started)
         taken = rows.length
         return yield* Effect.fail("roll back" as const)
@@ -183,7 +183,7 @@ const timeClaims = (sql: SqlClient.SqlClient) =>
     }
     times.sort((a, b) => a - b)
     return { p50: percentile(times, 0.5), p95: percentile(times, 0.95), taken }
-  }).pipe(Effect.provide(WebhookRepo.layer), Effect.provideService(SqlClient.SqlClient, sql))
+  }).pipe(Effect.provide(DeliveryQueue.layer), Effect.provideService(SqlClient.SqlClient, sql))
 
 /** What one claim costs as the endpoints with pending deliveries grow. */
 const claimCost = async () => {

@@ -1,13 +1,13 @@
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { configVariables, loadServerConfig } from "../packages/server/src/config.js"
+import { configVariables, loadServerConfig } from "../packages/server/src/config/ServerConfig.js"
 
 /**
  * docs/configuration.md cannot drift from the configuration: its tables name exactly the
  * variables the server reads (`configVariables`, collected from the definition itself, and
- * `packages/server/src/config.ts` names no other), and a default written as a value (a code span
+ * `packages/server/src/config/` names no other), and a default written as a value (a code span
  * first in its cell) is the server's: the configuration read with the variable set to it is the
  * configuration read with nothing set.
  */
@@ -33,7 +33,8 @@ describe("docs/configuration.md against the configuration's definition", () => {
   })
 
   it("the definition reads every variable its source names (nothing is read only sometimes)", async () => {
-    const source = readFileSync(join(root, "packages", "server", "src", "config.ts"), "utf8")
+    const folder = join(root, "packages", "server", "src", "config")
+    const source = readdirSync(folder).filter((file) => file.endsWith(".ts")).map((file) => readFileSync(join(folder, file), "utf8")).join("\n")
     const named = new Set([...source.matchAll(/"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|PORT|HOST)"/g)].map((match) => match[1]!))
     expect([...named].sort()).toEqual([...(await Effect.runPromise(configVariables))].sort())
   })

@@ -17,7 +17,7 @@ import { HttpClientRequest, type HttpClientResponse, HttpServer, HttpServerRespo
 import { HttpApiMiddleware, HttpApiTest } from "effect/http-api"
 import { TestClock } from "effect/testing"
 import { PublicBoards } from "../packages/server/dist/boards/PublicBoards.js"
-import { ServerConfig } from "../packages/server/dist/config.js"
+import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
 import { Feedback, type FeedbackError } from "../packages/server/dist/feedback/Feedback.js"
 import * as RequestErrors from "../packages/server/dist/http/RequestErrors.js"
 import * as WidgetApi from "../packages/server/dist/http/WidgetApi.js"

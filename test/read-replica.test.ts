@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServerConfig } from "../packages/server/src/config.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
 import * as Database from "../packages/server/src/sql/Database.js"
 import * as ReadReplica from "../packages/server/src/sql/ReadReplica.js"
 import { startFakeEmbeddings } from "./support/embeddings.js"

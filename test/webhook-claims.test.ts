@@ -6,7 +6,7 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Core } from "../packages/server/src/App.js"
-import { ServerConfig } from "../packages/server/src/config.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
 import {
   pausePolicy,
   perEndpoint,
@@ -14,7 +14,9 @@ import {
   perStalledEndpoint,
   stalledSlots
 } from "../packages/server/src/webhooks/limits.js"
-import { type ClaimedDelivery, type Load, noLoad, WebhookRepo } from "../packages/server/src/webhooks/WebhookRepo.js"
+import { type ClaimedDelivery, DeliveryQueue, type Load, noLoad } from "../packages/server/src/webhooks/DeliveryQueue.js"
+import { OutboxRepo } from "../packages/server/src/webhooks/OutboxRepo.js"
+import { WebhookOperatorRepo } from "../packages/server/src/webhooks/WebhookOperatorRepo.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, webhookOrganization } from "./support/receiver.js"
 
@@ -55,13 +57,13 @@ let today = Date.parse("2030-01-01T00:00:00.000Z")
 const nextDay = () => (today += 24 * 60 * 60_000)
 
 const claim = (nowMs: number, limit: number, load: Load = noLoad) =>
-  Effect.flatMap(WebhookRepo, (repo) => repo.claim({ nowMs, limit, limits, load, leaseMs, token: randomUUID() }))
+  Effect.flatMap(DeliveryQueue, (queue) => queue.claim({ nowMs, limit, limits, load, leaseMs, token: randomUUID() }))
 
 /** `times` posts' worth of deliveries to every endpoint of `organizationId`. */
 const enqueue = (organizationId: string, times = 1) =>
-  Effect.flatMap(WebhookRepo, (repo) =>
+  Effect.flatMap(OutboxRepo, (outbox) =>
     Effect.forEach(Array.from({ length: times }), () =>
-      repo.enqueue({
+      outbox.enqueue({
         id: `msg_${randomUUID().replaceAll("-", "")}`,
         organizationId,
         type: "feedback.post.created",
@@ -104,8 +106,8 @@ const queueRow = (table: "endpoint" | "organization", id: string, stalled = fals
     ))
 
 const complete = (delivery: ClaimedDelivery, nowMs: number, outcome: "succeeded" | { readonly retryAtMs: number; readonly stalled: boolean }) =>
-  Effect.flatMap(WebhookRepo, (repo) =>
-    repo.complete(
+  Effect.flatMap(DeliveryQueue, (queue) =>
+    queue.complete(
       delivery,
       outcome === "succeeded"
         ? { status: "succeeded", nowMs, httpStatus: 204, error: null, response: null, stalled: false }
@@ -207,7 +209,7 @@ layer(Env, { timeout: 60_000 })("claims, at the repository", (it) => {
       yield* drain
       const t0 = nextDay()
       const sql = yield* SqlClient.SqlClient
-      const repo = yield* WebhookRepo
+      const operator = yield* WebhookOperatorRepo
       // Rows left early by the drain are settled by the first claim that finds them.
       assert.deepStrictEqual(yield* claim(t0, 32), [])
       assert.strictEqual((yield* queueRow("endpoint", "wh_c1")).readyMs, null)
@@ -238,7 +240,7 @@ layer(Env, { timeout: 60_000 })("claims, at the repository", (it) => {
       assert.strictEqual((yield* queueRow("endpoint", "wh_c1")).readyMs, null)
       assert.deepStrictEqual(yield* claim(t0 + 20_000, 32), [])
       yield* sql`UPDATE webhook_deliveries SET status = 'held' WHERE endpoint_id = 'wh_c1' AND status = 'pending'`
-      assert.deepStrictEqual(yield* repo.resume("wh_c1"), { wasPaused: true, released: 1 })
+      assert.deepStrictEqual(yield* operator.resume("wh_c1"), { wasPaused: true, released: 1 })
       assert.deepStrictEqual(yield* queueRow("endpoint", "wh_c1"), { readyMs: -Infinity, servedMs: t0, stalled: false })
       // A worker takes it and dies: another takes it when the lease runs out, not before.
       const [again] = yield* claim(t0 + 20_000, 32)

@@ -6,11 +6,12 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Core } from "../packages/server/src/App.js"
-import { ServerConfig } from "../packages/server/src/config.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
 import { Feedback } from "../packages/server/src/feedback/Feedback.js"
-import { redactUrl } from "../packages/server/src/redaction.js"
+import { redactUrl } from "../packages/server/src/config/redaction.js"
 import { backoffMs, judge, parseRetryAfter } from "../packages/server/src/webhooks/RetryPolicy.js"
-import { WebhookRepo } from "../packages/server/src/webhooks/WebhookRepo.js"
+import { OutboxRepo } from "../packages/server/src/webhooks/OutboxRepo.js"
+import { WebhookOperatorRepo } from "../packages/server/src/webhooks/WebhookOperatorRepo.js"
 import { concurrency, leaseMs, pausePolicy, perEndpoint } from "../packages/server/src/webhooks/limits.js"
 import { WebhookDelivery } from "../packages/server/src/webhooks/WebhookDelivery.js"
 import { startClock } from "./support/clock.js"
@@ -236,7 +237,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
     // Seeded, so that no backoff draws 0 ms and no retry falls due inside the burst.
     virtual(Effect.gen(function*() {
       const receiver = yield* TestReceiver
-      const repo = yield* WebhookRepo
+      const operator = yield* WebhookOperatorRepo
       let failing = true
       receiver.on("/org_pause", () => ({ status: failing ? 503 : 200 }))
       const lines: Array<string> = []
@@ -279,7 +280,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       assert.strictEqual(yield* deliverDue, 0)
 
       failing = false
-      const resumed = yield* repo.resume("wh_org_pause")
+      const resumed = yield* operator.resume("wh_org_pause")
       assert.deepStrictEqual(resumed, { wasPaused: true, released: held + 1 })
       while ((yield* deliverDue) > 0) {}
       const rows = yield* deliveriesOf("org_pause")
@@ -292,7 +293,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
   it.effect("claims fairly: a backlog of 500 takes only its endpoint's share, and another's retry is claimed at once", () =>
     virtual(Effect.gen(function*() {
       const receiver = yield* TestReceiver
-      const repo = yield* WebhookRepo
+      const outbox = yield* OutboxRepo
       const delivery = yield* WebhookDelivery
       receiver.on("/org_next", (n) => ({ status: n === 1 ? 503 : 204 }))
       yield* startClock
@@ -301,7 +302,7 @@ layer(Env, { timeout: 60_000, excludeTestServices: true })("the worker, on virtu
       assert.strictEqual(yield* deliverDue, 1)
       // Meanwhile A's endpoint gathers a backlog of 500 new deliveries.
       yield* Effect.forEach(Array.from({ length: 500 }, (_, i) => i), (i) =>
-        repo.enqueue({ id: `msg_hanging_${i}`, organizationId: "org_hanging", type: "feedback.post.created", body: "{}", traceparent: null }), {
+        outbox.enqueue({ id: `msg_hanging_${i}`, organizationId: "org_hanging", type: "feedback.post.created", body: "{}", traceparent: null }), {
         concurrency: 4,
         discard: true
       })

@@ -70,7 +70,7 @@ const embedders = (process.env["QUALITY_EMBEDDERS"] ?? "concept,glove,ngram").sp
 const dimensions: Record<Embedder, number> = { concept: 64, glove: 100, ngram: 256 }
 
 const { Core } = await import("../../packages/server/dist/App.js")
-const { ServerConfig } = await import("../../packages/server/dist/config.js")
+const ServerConfig = await import("../../packages/server/dist/config/ServerConfig.js")
 const { maxSuggestions, select, selection, Suggestions } = await import("../../packages/server/dist/suggestions/Suggestions.js")
 const { Semantic } = await import("../../packages/server/dist/suggestions/Semantic.js")
 const { SuggestionQueries } = await import("../../packages/server/dist/suggestions/SuggestionQueries.js")

@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
-import { ServerConfig } from "../../packages/server/src/config.js"
+import * as ServerConfig from "../../packages/server/src/config/ServerConfig.js"
 import * as Database from "../../packages/server/src/sql/Database.js"
 import * as ReadReplica from "../../packages/server/src/sql/ReadReplica.js"
 import { createDatabase, databaseEnv } from "./database.js"

@@ -8,7 +8,7 @@ import { Boards } from "./boards/Boards.js"
 import { PublicBoards } from "./boards/PublicBoards.js"
 import { ConditionalAnswers } from "./caching/ConditionalAnswers.js"
 import { Versions } from "./caching/Versions.js"
-import { ServerConfig } from "./config.js"
+import { HttpConfig } from "./config/http.js"
 import { Sanitizer } from "./content/Sanitizer.js"
 import * as Embedder from "./embeddings/Embedder.js"
 import { EmbeddingSignal } from "./embeddings/EmbeddingSignal.js"
@@ -18,9 +18,9 @@ import { Embeddings } from "./embeddings/Embeddings.js"
 import * as ApiDocs from "./docs/Docs.js"
 import { Feedback } from "./feedback/Feedback.js"
 import { Posts } from "./feedback/Posts.js"
-import { Importer } from "./seed/Importer.js"
+import { Importer } from "./import/Importer.js"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.js"
-import { importConfiguredSeed } from "./seed/startup.js"
+import { importConfiguredSeed } from "./import/startup.js"
 import * as Health from "./health/Health.js"
 import * as ConnectionCap from "./http/ConnectionCap.js"
 import * as Drain from "./http/Drain.js"
@@ -49,9 +49,11 @@ import { SuggestionQueries } from "./suggestions/SuggestionQueries.js"
 import { Suggestions } from "./suggestions/Suggestions.js"
 import { PublicUpdates } from "./updates/PublicUpdates.js"
 import { Updates } from "./updates/Updates.js"
+import { DeliveryQueue } from "./webhooks/DeliveryQueue.js"
 import { WebhookOutbox } from "./webhooks/Outbox.js"
+import { OutboxRepo } from "./webhooks/OutboxRepo.js"
 import * as WebhookGauges from "./webhooks/WebhookGauges.js"
-import { WebhookRepo } from "./webhooks/WebhookRepo.js"
+import { WebhookOperatorRepo } from "./webhooks/WebhookOperatorRepo.js"
 import * as WebhookWorker from "./webhooks/WebhookWorker.js"
 import * as WidgetAssets from "./widget/WidgetAssets.js"
 
@@ -59,7 +61,10 @@ import * as WidgetAssets from "./widget/WidgetAssets.js"
  * The repositories, provided once: every service and background layer that
  * needs one is composed here from its `layerNoDeps`.
  */
-const Repositories = Layer.mergeAll(WebhookRepo.layer, EmbeddingRepo.layer, CalibrationRepo.layer)
+/** The webhooks' repositories: the outbox, the delivery queue and the operator's commands. */
+const WebhookRepositories = Layer.mergeAll(OutboxRepo.layer, DeliveryQueue.layer, WebhookOperatorRepo.layer)
+
+const Repositories = Layer.mergeAll(WebhookRepositories, EmbeddingRepo.layer, CalibrationRepo.layer)
 
 /** Suggestions, lexical and semantic, on the shared repositories. */
 const SuggestionsLive = Suggestions.layerNoDeps.pipe(
@@ -111,17 +116,17 @@ const Routes = Layer.mergeAll(Metrics.layer, Api, Docs, WidgetAssets.layer, Edge
  * first (`http/Drain.ts`).
  */
 const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
-  // A public API should not hold sockets for slow clients: headers within 10 s, the whole request within 30 s,
-  // and no connection on which nothing moves for `HTTP_STALL_TIMEOUT_MS`: a client that stops reading a
-  // large answer (`/docs`, a long changelog) would otherwise hold its socket for good (decision 0022).
+  const config = yield* HttpConfig
+  // A public API should not hold sockets for slow clients: headers and the whole request within the
+  // `HttpConfig` limits, and no connection on which nothing moves for `HTTP_STALL_TIMEOUT_MS`: a client that
+  // stops reading a large answer (`/docs`, a long changelog) would otherwise hold its socket for good (decision 0022).
   // And no client address holds more than `MAX_CONNECTIONS_PER_ADDRESS` sockets (decision 0029).
   return Drain.layerServer(() =>
     ConnectionCap.install(NodeErrors.install(createServer({
-      keepAliveTimeout: 5_000,
-      headersTimeout: 10_000,
-      requestTimeout: 30_000,
-      connectionsCheckingInterval: 2_000,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: config.connectionsCheckingIntervalMs,
       // Node would refuse a missing Host with an empty body; `Edge.requestFraming` refuses it in JSON.
       requireHostHeader: false,
       // The API has no upgrades: a request with `Upgrade` is an ordinary one, answered and kept alive as such.
@@ -129,7 +134,7 @@ const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
     })).setTimeout(config.httpStallTimeoutMs), config.maxConnectionsPerAddress), {
     port: config.port,
     host: config.host,
-    gracefulShutdownTimeout: "10 seconds"
+    gracefulShutdownTimeout: config.gracefulShutdownTimeout
   })
 }))
 
@@ -179,7 +184,7 @@ export const Core = Layer.effectDiscard(importConfiguredSeed).pipe(
  * The whole server: the database migrated and seeded first, then HTTP on
  * `PORT`, the suggestion index back-fill, the embedding worker and the
  * suggestions' calibrator when `EMBEDDINGS_URL` is set and, unless `WEBHOOK_WORKER=false`, the webhook
- * worker. Needs `ServerConfig`.
+ * worker. Needs every configuration slice (`config/ServerConfig.ts`).
  */
 export const App = Layer.mergeAll(
   Http,

@@ -1,7 +1,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, ConfigProvider } from "effect"
 import { Core } from "./App.js"
-import { ServerConfig } from "./config.js"
+import * as ServerConfig from "./config/ServerConfig.js"
 import { reportStartupFailure } from "./startup-failure.js"
 
 /** `npm run seed -- FILE.json`: migrate, import FILE, exit. */

@@ -1,6 +1,6 @@
 import { Cause, Effect, Exit, Runtime } from "effect"
-import { urlVariables } from "./config.js"
-import { percentDecoded, redactText, urlSecrets } from "./redaction.js"
+import { urlVariables } from "./config/InvalidConfig.js"
+import { percentDecoded, redactText, urlSecrets } from "./config/redaction.js"
 
 interface Failure {
   readonly _tag?: unknown

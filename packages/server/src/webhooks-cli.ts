@@ -2,10 +2,12 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, CliError, Command, Flag } from "effect/cli"
 import { Tooling } from "./App.js"
-import { InvalidConfig, ServerConfig } from "./config.js"
+import { DatabaseConfig } from "./config/database.js"
+import { InvalidConfig } from "./config/InvalidConfig.js"
+import { redactUrl } from "./config/redaction.js"
+import * as ServerConfig from "./config/ServerConfig.js"
 import { reportStartupFailure } from "./startup-failure.js"
-import { redactUrl } from "./redaction.js"
-import { WebhookRepo } from "./webhooks/WebhookRepo.js"
+import { WebhookOperatorRepo } from "./webhooks/WebhookOperatorRepo.js"
 
 /** `npm run webhooks -- failed | redeliver ID | resume ENDPOINT`: the operator's commands. */
 
@@ -15,7 +17,7 @@ const failed = Command.make("failed", {
   limit: Flag.Int("limit").pipe(Flag.withDescription("How many to list, newest first"), Flag.withDefault(100)),
   json: Flag.Boolean("json").pipe(Flag.withDescription("One JSON object per line"), Flag.withDefault(false))
 }, Effect.fn(function*({ limit, json }) {
-  const repo = yield* WebhookRepo
+  const repo = yield* WebhookOperatorRepo
   const rows = yield* repo.listFailed(Math.max(1, limit)).pipe(Effect.orDie)
   if (json) {
     for (const row of rows) yield* Console.log(JSON.stringify({ ...row, url: redactUrl(row.url) }))
@@ -34,7 +36,7 @@ const failed = Command.make("failed", {
 const redeliver = Command.make("redeliver", {
   id: Argument.String("delivery-id").pipe(Argument.withDescription("A delivery id (whd_…), as `failed` lists it"))
 }, Effect.fn(function*({ id }) {
-  const repo = yield* WebhookRepo
+  const repo = yield* WebhookOperatorRepo
   const result = yield* repo.redeliver(id).pipe(Effect.orDie)
   if (result === undefined) return yield* refuse(`No delivery ${id}.`)
   if (!result.queued) return yield* Console.log(`Delivery ${id} is ${result.previous} already; nothing to do.`)
@@ -45,7 +47,7 @@ const redeliver = Command.make("redeliver", {
 const resume = Command.make("resume", {
   id: Argument.String("endpoint-id").pipe(Argument.withDescription("A webhook endpoint id, as in the fixture"))
 }, Effect.fn(function*({ id }) {
-  const repo = yield* WebhookRepo
+  const repo = yield* WebhookOperatorRepo
   const result = yield* repo.resume(id).pipe(Effect.orDie)
   if (result === undefined) return yield* refuse(`No webhook endpoint ${id}.`)
   yield* repo.notify.pipe(Effect.ignore)
@@ -63,7 +65,7 @@ const webhooks = Command.make("webhooks").pipe(
 
 /** An in-memory embedded database is new and empty in every process: there is nothing to operate on. */
 const requireStoredDatabase = Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* DatabaseConfig
   if (Option.isNone(config.databaseUrl) && config.pgliteDir === "memory") {
     return yield* new InvalidConfig({ variable: "PGLITE_DIR", reason: "is memory: set DATABASE_URL, or the PGLITE_DIR the server uses (stopped)" })
   }

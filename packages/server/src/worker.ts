@@ -1,13 +1,15 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Option } from "effect"
 import { Worker } from "./App.js"
-import { InvalidConfig, ServerConfig } from "./config.js"
+import { DatabaseConfig } from "./config/database.js"
+import { InvalidConfig } from "./config/InvalidConfig.js"
+import * as ServerConfig from "./config/ServerConfig.js"
 import * as Logging from "./observability/Logging.js"
 import { reportStartupFailure, teardown } from "./startup-failure.js"
 
 /** The embedded database belongs to the server process, whose own worker runs by default. */
 const requireDatabaseUrl = Layer.effectDiscard(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* DatabaseConfig
   if (Option.isNone(config.databaseUrl)) {
     return yield* new InvalidConfig({ variable: "DATABASE_URL", reason: "must be set: a dedicated worker needs PostgreSQL" })
   }

@@ -1,7 +1,7 @@
 import { NotFoundError } from "@hearken/api/effect"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
-import { ServerConfig } from "../config.js"
+import { HttpConfig } from "../config/http.js"
 import * as ErrorBodies from "../edge/ErrorBodies.js"
 import * as StaticAsset from "../edge/StaticAsset.js"
 import { limited, RateLimitGate } from "../rate-limit/RateLimitGate.js"
@@ -25,11 +25,11 @@ const immutable = { "cache-control": "public, max-age=31536000, immutable" }
  * `npm run build` (`docs/build.ts`) and only read here: rendering them in the
  * server would keep some 35 MB of heap. Missing, or built from another
  * version of the document, they answer a JSON 404 naming the fix, as a
- * missing widget does. Needs `RateLimitGate` and `ServerConfig`.
+ * missing widget does. Needs `RateLimitGate` and `HttpConfig`.
  */
 export const layer = Layer.unwrap(Effect.gen(function*() {
   const limitedDocs = limited(yield* RateLimitGate, "docs")
-  const config = yield* ServerConfig
+  const config = yield* HttpConfig
   const document = yield* StaticAsset.make(Buffer.from(servedJson(config.publicUrlGiven), "utf8"), "application/json")
   const builtFor = fingerprint(openApiJson())
   const page = StaticAsset.read(`${staticDir}${pageFile}`, builtFor, "text/html; charset=utf-8")

@@ -1,5 +1,6 @@
 import { Cause, Clock, Effect, Layer, Option } from "effect"
-import { ServerConfig } from "../config.js"
+import { DatabaseConfig } from "../config/database.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { EmbeddingRepo } from "./EmbeddingRepo.js"
 import { batchSize, EmbeddingRound, type StepResult } from "./EmbeddingRound.js"
 import { type CreatedPost, EmbeddingSignal } from "./EmbeddingSignal.js"
@@ -18,7 +19,7 @@ export const maxLoopBackoffMs = 60_000
  * not hammered.
  */
 const loop = Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   const round = yield* EmbeddingRound
   const signal = yield* EmbeddingSignal
   const sweepMs = Math.min(maxSweepMs, config.embeddingsRetryBaseMs)
@@ -67,10 +68,10 @@ const loop = Effect.gen(function*() {
  * embedding the same post at once.
  */
 export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const database = yield* DatabaseConfig
   const round = yield* EmbeddingRound
   const repo = yield* EmbeddingRepo
-  const prepare = repo.ensureIndex(round.model, { concurrently: Option.isSome(config.databaseUrl) }).pipe(
+  const prepare = repo.ensureIndex(round.model, { concurrently: Option.isSome(database.databaseUrl) }).pipe(
     Effect.tap((indexed) =>
       indexed ? Effect.void : Effect.logWarning(
         `No vector index for ${round.model.dimensions} dimensions (HNSW indexes up to 4,000): suggestions compare every post of a board`
@@ -91,6 +92,6 @@ export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
 
 /** Runs when `EMBEDDINGS_URL` is set. */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   return Option.isSome(config.embeddings) ? layerAlways : Layer.empty
 }))

@@ -1,5 +1,5 @@
 import { Effect, Metric, Option } from "effect"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import type { GaugeReader } from "../observability/Gauges.js"
 import { EmbeddingRepo } from "./EmbeddingRepo.js"
 
@@ -9,9 +9,9 @@ const embeddingsBacklog = Metric.gauge("hearken_embeddings_backlog_posts", {
   description: "Public posts without an embedding of their current text for the configured model, database-wide"
 })
 
-export const reader: Effect.Effect<GaugeReader, never, EmbeddingRepo | ServerConfig> = Effect.gen(function*() {
+export const reader: Effect.Effect<GaugeReader, never, EmbeddingRepo | EmbeddingsConfig> = Effect.gen(function*() {
   const embeddings = yield* EmbeddingRepo
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   return Effect.gen(function*() {
     if (Option.isNone(config.embeddings)) return
     const { model, dimensions } = config.embeddings.value

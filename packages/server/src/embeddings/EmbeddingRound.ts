@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option, Result, type Tracer } from "effect"
 import { randomUUID } from "node:crypto"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { linkToSpans } from "../observability/Tracing.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import type { SqlError } from "effect/sql"
@@ -40,7 +40,7 @@ export class EmbeddingRound extends Context.Service<EmbeddingRound, {
   static readonly layerNoDeps = Layer.effect(
     EmbeddingRound,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* EmbeddingsConfig
       const embeddings = yield* Embeddings
       const repo = yield* EmbeddingRepo
       const sanitizer = yield* Sanitizer

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option, Queue, type Tracer } from "effect"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { exportedSpan } from "../observability/Tracing.js"
 
 /** New posts remembered for the worker; past this the oldest are left to the next sweep. */
@@ -30,7 +30,7 @@ export class EmbeddingSignal extends Context.Service<EmbeddingSignal, {
   static readonly layer = Layer.effect(
     EmbeddingSignal,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* EmbeddingsConfig
       if (Option.isNone(config.embeddings)) {
         return EmbeddingSignal.of({
           postCreated: () => Effect.void,

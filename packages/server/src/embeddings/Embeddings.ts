@@ -1,6 +1,6 @@
 import { Cause, Context, Data, Effect, Exit, Layer, Option, Redacted, Result, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import * as Metrics from "../observability/Metrics.js"
 import { BodyTooLarge, readBounded } from "../outbound/BoundedBody.js"
 import { indexKind } from "./EmbeddingRepo.js"
@@ -166,7 +166,7 @@ export class Embeddings extends Context.Service<Embeddings, {
   static readonly layer = Layer.effect(
     Embeddings,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* EmbeddingsConfig
       if (Option.isNone(config.embeddings)) {
         const unset = () => Effect.fail(new EmbeddingsError({ reason: "EMBEDDINGS_URL is not set" }))
         return Embeddings.of({ model: Option.none(), embed: unset, embedEach: unset })

@@ -2,7 +2,8 @@ import { DataValidationError } from "@hearken/api/effect"
 import { requestHeaders, responseHeaders } from "@hearken/api/thin"
 import { Cause, Effect, Layer, Option, References } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { ServerConfig } from "../config.js"
+import { HttpConfig } from "../config/http.js"
+import { ObservabilityConfig } from "../config/observability.js"
 import * as Tracing from "../observability/Tracing.js"
 import { rateLimitHeaders } from "../rate-limit/RateLimitGate.js"
 import * as ErrorBodies from "../edge/ErrorBodies.js"
@@ -96,7 +97,7 @@ export const isAllowedOrigin = (config: {
 }
 
 export const cors = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* HttpConfig
   return HttpRouter.middleware(HttpMiddleware.cors({
     allowedOrigins: isAllowedOrigin(config),
     allowedMethods: ["GET", "POST", "OPTIONS"],
@@ -110,7 +111,7 @@ export const cors = Layer.unwrap(Effect.gen(function*() {
 
 /** Request logging, at debug level only: off the hot path unless `LOG_LEVEL=debug`. */
 export const requestLog = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* ObservabilityConfig
   const debug = config.logLevel === "Debug" || config.logLevel === "Trace" || config.logLevel === "All"
   return debug
     ? HttpRouter.middleware(

@@ -1,5 +1,5 @@
 import { Cause, Context, Effect, Exit, Layer, Logger, References, Tracer } from "effect"
-import { ServerConfig } from "../config.js"
+import { ObservabilityConfig } from "../config/observability.js"
 
 const text = (message: unknown): unknown => {
   const parts = Array.isArray(message) ? message : [message]
@@ -37,13 +37,13 @@ export const jsonLogger = Logger.make(({ cause, date, fiber, logLevel, message }
 
 /** `LOG_FORMAT=json` replaces the text logger; text stays the default, for a terminal. */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* ObservabilityConfig
   return config.logFormat === "json" ? Logger.layer([jsonLogger, Logger.tracerLogger]) : Layer.empty
 }))
 
 /** `LOG_LEVEL`. */
 export const minimumLevel = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* ObservabilityConfig
   return Layer.succeed(References.MinimumLogLevel, config.logLevel)
 }))
 

@@ -1,7 +1,7 @@
 import { RateLimits } from "@hearken/api/effect"
 import { Cause, Clock, Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest } from "effect/http"
-import { ServerConfig } from "../config.js"
+import { ObservabilityConfig } from "../config/observability.js"
 import { endpointOf } from "../edge/Endpoints.js"
 import * as ErrorBodies from "../edge/ErrorBodies.js"
 
@@ -190,6 +190,6 @@ export const zeroes = Effect.gen(function*() {
 
 /** With `METRICS_PORT`: the request middleware; without it, nothing (the listener: `MetricsServer.layer`). */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* ObservabilityConfig
   return Option.isNone(config.metricsPort) ? Layer.empty : requestMetrics
 }))

@@ -4,7 +4,8 @@ import { Effect, Layer, Option } from "effect"
 import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer, type Server } from "node:http"
-import { InvalidConfig, ServerConfig } from "../config.js"
+import { InvalidConfig } from "../config/InvalidConfig.js"
+import { ObservabilityConfig } from "../config/observability.js"
 import * as ErrorBodies from "../edge/ErrorBodies.js"
 import { Gauges } from "./Gauges.js"
 import * as ProcessGauges from "./ProcessGauges.js"
@@ -83,7 +84,7 @@ const listen = (port: number, host: string) =>
  * `Gauges`, which `App.ts` makes from each feature's readers.
  */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* ObservabilityConfig
   if (Option.isNone(config.metricsPort)) return Layer.empty
   return Layer.effectDiscard(Effect.andThen(zeroes, listen(config.metricsPort.value, config.metricsHost)))
 }))

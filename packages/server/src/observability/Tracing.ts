@@ -10,7 +10,7 @@ import {
   HttpTraceContext
 } from "effect/http"
 import { OtlpResource, OtlpSerialization } from "effect/observability"
-import { ServerConfig, type TracingConfig } from "../config.js"
+import { ObservabilityConfig, type TracingConfig } from "../config/observability.js"
 import { readBounded } from "../outbound/BoundedBody.js"
 import { spansDropped } from "./Metrics.js"
 import { ExportedSpan, type OtlpSpan, toOtlpSpan } from "./OtlpSpans.js"
@@ -79,7 +79,7 @@ const exporter = (config: TracingConfig) =>
  * collector is failing.
  */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* ObservabilityConfig
   return Option.match(config.tracing, { onNone: () => Layer.empty, onSome: exporter })
 }))
 
@@ -120,7 +120,7 @@ export const organization = (organizationId: string) =>
  * included (a pre-response handler sees the response actually sent).
  */
 export const responseHeader = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* ObservabilityConfig
   if (Option.isNone(config.tracing)) return Layer.empty
   return HttpRouter.middleware((httpEffect) =>
     Effect.flatMap(currentTraceId, (traceId) =>

@@ -1,7 +1,8 @@
 import { type RateLimitedEndpoint, RateLimitExceededError, RateLimits, RateLimitUnavailableError } from "@hearken/api/effect"
 import { Context, Effect, Layer } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { ServerConfig } from "../config.js"
+import { HttpConfig } from "../config/http.js"
+import { RateLimitConfig } from "../config/rateLimits.js"
 import * as ErrorBodies from "../edge/ErrorBodies.js"
 import * as Metrics from "../observability/Metrics.js"
 import { bucketOf, clientAddress } from "./ClientIp.js"
@@ -57,9 +58,10 @@ export class RateLimitGate extends Context.Service<RateLimitGate, {
     RateLimitGate,
     Effect.gen(function*() {
       const limiter = yield* RateLimiter
-      const config = yield* ServerConfig
+      const { rateLimitMultiplier } = yield* RateLimitConfig
+      const { trustProxy } = yield* HttpConfig
       const limits: Record<string, number> = Object.fromEntries(
-        Object.entries(RateLimits).map(([endpoint, perMinute]) => [endpoint, Math.round(perMinute * config.rateLimitMultiplier)])
+        Object.entries(RateLimits).map(([endpoint, perMinute]) => [endpoint, Math.round(perMinute * rateLimitMultiplier)])
       )
       // Untraced: it runs on every limited request, and `RateLimiter.consume` is already its span.
       const admit = Effect.fnUntraced(function*(endpoint: RateLimitedEndpoint) {
@@ -68,7 +70,7 @@ export class RateLimitGate extends Context.Service<RateLimitGate, {
         const address = clientAddress(
           request.peerAddress._tag === "Some" ? request.peerAddress.value : undefined,
           request.headers["x-forwarded-for"],
-          config.trustProxy
+          trustProxy
         )
         const bucket = `${endpoint}:${address === undefined ? "unknown" : bucketOf(address)}`
         const decision = yield* limiter.consume(bucket, limit).pipe(

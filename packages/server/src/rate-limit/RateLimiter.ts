@@ -1,7 +1,7 @@
 import { rateLimitWindowMs } from "@hearken/api/effect"
 import { Clock, Context, Data, Effect, Layer, Option } from "effect"
 import * as BoundedCache from "../caching/BoundedCache.js"
-import { type RedisTopology, ServerConfig } from "../config.js"
+import { RateLimitConfig, type RedisTopology } from "../config/rateLimits.js"
 import { gcra, type GcraResult, redisScript } from "./gcra.js"
 import * as RedisClient from "./RedisClient.js"
 
@@ -142,7 +142,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 
   /** Redis when `REDIS_URL`, `REDIS_SENTINELS` or `REDIS_CLUSTER_NODES` is set, else in-process. */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* ServerConfig
+    const config = yield* RateLimitConfig
     return Option.match(config.redis, { onNone: () => RateLimiter.layerMemory, onSome: RateLimiter.layerRedis })
   }))
 }

@@ -1,6 +1,6 @@
 import { Option, Redacted } from "effect"
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis"
-import type { RedisTopology } from "../config.js"
+import type { RedisTopology } from "../config/rateLimits.js"
 
 /** Past this a Redis answer is too late: the request is refused with 503 instead of waiting. */
 export const redisTimeoutMs = 500

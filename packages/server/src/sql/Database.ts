@@ -4,7 +4,7 @@ import { Context, Effect, Layer, Option, Redacted, Schedule, type Scope, Stream 
 import { Reactivity } from "effect/reactivity"
 import { Migrator, SqlClient, SqlError } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
-import { ServerConfig, type ServerConfigShape } from "../config.js"
+import { DatabaseConfig, type DatabaseConfigShape } from "../config/database.js"
 import { startEmbedded } from "./Embedded.js"
 import { loader } from "./migrations/index.js"
 
@@ -74,7 +74,7 @@ export const postgresPoolSize = 10
  * cost a visitor's text drives, get a share of them only
  * (`suggestions/SuggestionQueries.ts`).
  */
-export const poolSize = (config: ServerConfigShape) => Option.isSome(config.databaseUrl) ? postgresPoolSize : 1
+export const poolSize = (config: DatabaseConfigShape) => Option.isSome(config.databaseUrl) ? postgresPoolSize : 1
 
 /**
  * What needs a PostgreSQL session of its own, which a transaction-mode pooler
@@ -255,7 +255,7 @@ const sessionClient = (url: Redacted.Redacted, maxConnections: number, statement
  * Hearken's per statement behind a transaction-mode pooler.
  */
 export const clientOn = (
-  config: ServerConfigShape,
+  config: DatabaseConfigShape,
   url: Redacted.Redacted
 ): Effect.Effect<SqlClient.SqlClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
   config.databasePoolMode === "session"
@@ -264,7 +264,7 @@ export const clientOn = (
 
 /** The client and its `Sessions`, before migrating; `migrator` is the client the migrations run on. */
 const clients = Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* DatabaseConfig
   if (Option.isNone(config.databaseUrl)) {
     const port = yield* startEmbedded(config.pgliteDir)
     const client = yield* PgClient.make({

@@ -1,6 +1,6 @@
 import { Effect, Metric, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { ServerConfig } from "../config.js"
+import { DatabaseConfig } from "../config/database.js"
 import type { GaugeReader } from "../observability/Gauges.js"
 import { labelled } from "../observability/Metrics.js"
 import { poolSessions, poolSize } from "./Database.js"
@@ -48,9 +48,9 @@ export const replica: Effect.Effect<GaugeReader, never, ReadSql> = Effect.gen(fu
 })
 
 /** This instance's pool: its size, and its sessions as `pg_stat_activity` sees them (PGlite has one connection, and no pool to watch). */
-export const pool: Effect.Effect<GaugeReader, never, SqlClient.SqlClient | ServerConfig> = Effect.gen(function*() {
+export const pool: Effect.Effect<GaugeReader, never, SqlClient.SqlClient | DatabaseConfig> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const config = yield* ServerConfig
+  const config = yield* DatabaseConfig
   return Effect.gen(function*() {
     yield* Metric.update(poolMax, poolSize(config))
     if (Option.isSome(config.databaseUrl)) {

@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Metric, Option, Redacted, Schedule, type Scope } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError } from "effect/sql"
-import { ServerConfig } from "../config.js"
+import { DatabaseConfig } from "../config/database.js"
 import { labelled } from "../observability/Metrics.js"
 import { clientOn, commit, namedBy } from "./Database.js"
 
@@ -339,7 +339,7 @@ const asItIs = Effect.succeed(<A, E, R>(effect: Effect.Effect<A, E, R>) => effec
 export const layer = Layer.effect(
   ReadSql,
   Effect.gen(function*() {
-    const config = yield* ServerConfig
+    const config = yield* DatabaseConfig
     const primary = yield* SqlClient.SqlClient
     if (Option.isNone(config.databaseUrl) || Option.isNone(config.databaseReadUrl)) {
       return ReadSql.of({ client: primary, oneServer: asItIs, replica: Option.none() })

@@ -1,5 +1,5 @@
 import { Cause, Clock, Effect, Layer, Option } from "effect"
-import { ServerConfig } from "../config.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { EmbeddingRepo, exactUpTo } from "../embeddings/EmbeddingRepo.js"
 import { Embeddings } from "../embeddings/Embeddings.js"
 import { maxSweepMs } from "../embeddings/Embedder.js"
@@ -35,7 +35,7 @@ export const largeBoardRefreshMs = 60_000
  * Needs the `CalibrationRepo`, which `App.ts` provides.
  */
 export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   const embeddings = yield* Embeddings
   const embeddingRepo = yield* EmbeddingRepo
   const repo = yield* CalibrationRepo
@@ -89,6 +89,6 @@ export const layerAlways = Layer.effectDiscard(Effect.gen(function*() {
 
 /** Runs when `EMBEDDINGS_URL` is set. */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* EmbeddingsConfig
   return Option.isSome(config.embeddings) ? layerAlways : Layer.empty
 }))

@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Semaphore } from "effect"
 import type { SqlError } from "effect/sql"
-import { ServerConfig } from "../config.js"
+import { DatabaseConfig } from "../config/database.js"
 import { suggestionsDegradedTo, type SuggestionsDegradedTo } from "../observability/Metrics.js"
 import { poolSize } from "../sql/Database.js"
 import { ReadSql } from "../sql/ReadReplica.js"
@@ -73,7 +73,7 @@ export class SuggestionQueries extends Context.Service<SuggestionQueries, {
   static readonly layer = Layer.effect(
     SuggestionQueries,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* DatabaseConfig
       // Suggestions are reads: on the replica with `DATABASE_READ_URL`, whose pool is as large.
       const sql = (yield* ReadSql).client
       const semaphore = yield* Semaphore.make(permitsOf(poolSize(config)))

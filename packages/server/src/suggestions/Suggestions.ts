@@ -1,7 +1,8 @@
 import { Limits, SuggestionMatch, type SuggestionsRequest } from "@hearken/api/effect"
 import { Cause, Clock, Context, Effect, Fiber, Layer, Option } from "effect"
 import * as BoundedCache from "../caching/BoundedCache.js"
-import { ServerConfig } from "../config.js"
+import { DatabaseConfig } from "../config/database.js"
+import { EmbeddingsConfig } from "../config/embeddings.js"
 import { Sanitizer } from "../content/Sanitizer.js"
 import { merge, nearLimit } from "./blend.js"
 import { boardKey, bodyWeight, queryFeatures, tsqueryLiteral } from "../lexicon/lexicon.js"
@@ -127,7 +128,8 @@ export class Suggestions extends Context.Service<Suggestions, {
     Suggestions,
     Effect.gen(function*() {
       const sql = (yield* ReadSql).client
-      const config = yield* ServerConfig
+      const database = yield* DatabaseConfig
+      const { suggestionsMaxDistance } = yield* EmbeddingsConfig
       const sanitizer = yield* Sanitizer
       const semantic = yield* Semantic
       const queries = yield* SuggestionQueries
@@ -190,7 +192,7 @@ export class Suggestions extends Context.Service<Suggestions, {
       let reading: Fiber.Fiber<void> | undefined
       const scope = yield* Effect.scope
       /** For the reads in the background: the database's limit (`DATABASE_STATEMENT_TIMEOUT_MS`), not the suggestions'. */
-      const backgroundLimit = sql`SELECT set_config('statement_timeout', ${String(config.databaseStatementTimeoutMs)}, true)`
+      const backgroundLimit = sql`SELECT set_config('statement_timeout', ${String(database.databaseStatementTimeoutMs)}, true)`
       const readKnown = queries.run(
         Effect.andThen(backgroundLimit, sql<{ lexeme: string }>`SELECT e.lexeme FROM pg_stats s
           JOIN pg_class c ON c.oid = to_regclass('posts')
@@ -401,7 +403,7 @@ export class Suggestions extends Context.Service<Suggestions, {
         for (const post of meaning.value) {
           if (!matches.has(post.id)) matches.set(post.id, new SuggestionMatch({ id: post.id, title: post.title, excerpt: post.excerpt, slug: post.slug }))
         }
-        const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions, config.suggestionsMaxDistance)
+        const ids = merge(shown.map((m) => m.id), ranked.map((r) => ({ id: r.match.id, coverage: r.coverage })), meaning.value, maxSuggestions, suggestionsMaxDistance)
         return ids.map((id) => matches.get(id)!)
       })
 

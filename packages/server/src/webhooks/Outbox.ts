@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { currentTraceparent } from "../observability/Tracing.js"
-import { WebhookRepo } from "./WebhookRepo.js"
+import { OutboxRepo } from "./OutboxRepo.js"
 
 const encode = Schema.encodeSync(Schema.fromJsonString(PostCreatedEvent))
 
@@ -16,11 +16,11 @@ export class WebhookOutbox extends Context.Service<WebhookOutbox, {
    */
   readonly postCreated: (data: PostCreatedEvent["data"]) => Effect.Effect<void, SqlError.SqlError>
 }>()("hearken/WebhookOutbox") {
-  /** Needs the `WebhookRepo`. */
+  /** Needs the `OutboxRepo`. */
   static readonly layerNoDeps = Layer.effect(
     WebhookOutbox,
     Effect.gen(function*() {
-      const repo = yield* WebhookRepo
+      const repo = yield* OutboxRepo
       return WebhookOutbox.of({
         postCreated: Effect.fn("WebhookOutbox.postCreated")(function*(data) {
           const body = encode({ type: postCreatedEventType, timestamp: data.createdAt, data })
@@ -37,5 +37,5 @@ export class WebhookOutbox extends Context.Service<WebhookOutbox, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide(WebhookRepo.layer))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(OutboxRepo.layer))
 }

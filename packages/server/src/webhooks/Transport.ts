@@ -3,7 +3,7 @@ import { lookup as dnsLookup } from "node:dns/promises"
 import { type ClientRequest, Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import type { LookupFunction } from "node:net"
-import { ServerConfig } from "../config.js"
+import { WebhookConfig } from "../config/webhooks.js"
 import { blockedRange, hostOf } from "./AddressGuard.js"
 import type { AttemptResult } from "./RetryPolicy.js"
 import { maxInFlight } from "./limits.js"
@@ -46,7 +46,7 @@ export class WebhookTransport extends Context.Service<WebhookTransport, {
   static readonly layer = Layer.effect(
     WebhookTransport,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
+      const config = yield* WebhookConfig
       const agents = yield* Effect.acquireRelease(
         Effect.sync(() => ({
           // As many sockets per host as a worker has attempts in flight: none waits in the agent's queue.

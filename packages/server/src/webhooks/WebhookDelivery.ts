@@ -1,13 +1,13 @@
 import { Cause, Clock, Context, Effect, Layer, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
-import { ServerConfig } from "../config.js"
+import { WebhookConfig } from "../config/webhooks.js"
 import { linkTo } from "../observability/Tracing.js"
 import * as Metrics from "../observability/Metrics.js"
 import { type AttemptResult, judge, type RetryPolicy } from "./RetryPolicy.js"
 import { deliveryHeaders, secretKey } from "./signature.js"
 import { WebhookTransport } from "./Transport.js"
 import { concurrency, lateAfterMs, leaseMs, pausePolicy, perEndpoint, perOrganization, perStalledEndpoint, stalledSlots } from "./limits.js"
-import { type ClaimedDelivery, type ClaimLimits, type Completion, type Load, noLoad, WebhookRepo } from "./WebhookRepo.js"
+import { type ClaimedDelivery, type ClaimLimits, type Completion, DeliveryQueue, type Load, noLoad } from "./DeliveryQueue.js"
 
 const limits: ClaimLimits = { perEndpoint, perStalledEndpoint, perOrganization, stalledSlots }
 
@@ -34,12 +34,12 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
   /** Claims what is due and attempts all of it; yields how many. */
   readonly deliverDue: Effect.Effect<number>
 }>()("hearken/WebhookDelivery") {
-  /** Needs the `WebhookRepo` and the `WebhookTransport`. */
+  /** Needs the `DeliveryQueue` and the `WebhookTransport`. */
   static readonly layerNoDeps = Layer.effect(
     WebhookDelivery,
     Effect.gen(function*() {
-      const config = yield* ServerConfig
-      const repo = yield* WebhookRepo
+      const config = yield* WebhookConfig
+      const repo = yield* DeliveryQueue
       const transport = yield* WebhookTransport
       const policy: RetryPolicy = { maxAttempts: config.webhookMaxAttempts, baseMs: config.webhookRetryBaseMs }
       const lease = leaseMs(config.webhookTimeoutMs)
@@ -124,5 +124,5 @@ export class WebhookDelivery extends Context.Service<WebhookDelivery, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide([WebhookRepo.layer, WebhookTransport.layer]))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([DeliveryQueue.layer, WebhookTransport.layer]))
 }

@@ -1,7 +1,7 @@
 import { Effect, Metric } from "effect"
 import type { GaugeReader } from "../observability/Gauges.js"
 import { labelled } from "../observability/Metrics.js"
-import { WebhookRepo } from "./WebhookRepo.js"
+import { DeliveryQueue } from "./DeliveryQueue.js"
 
 /** The webhook queue's gauges (decision 0014), database-wide: every instance reports the same values. */
 
@@ -19,8 +19,8 @@ const webhookPaused = Metric.gauge("hearken_webhook_paused_endpoints", {
 
 const queueOf = labelled(webhookQueue)
 
-export const reader: Effect.Effect<GaugeReader, never, WebhookRepo> = Effect.gen(function*() {
-  const webhooks = yield* WebhookRepo
+export const reader: Effect.Effect<GaugeReader, never, DeliveryQueue> = Effect.gen(function*() {
+  const webhooks = yield* DeliveryQueue
   return Effect.gen(function*() {
     const queue = yield* webhooks.queueState
     if (queue === undefined) return

@@ -1,12 +1,12 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Cause, Duration, Effect, Fiber, Layer, Option, Queue } from "effect"
-import { ServerConfig } from "../config.js"
+import { WebhookConfig } from "../config/webhooks.js"
 import { Sessions } from "../sql/Database.js"
 import * as Metrics from "../observability/Metrics.js"
 import { concurrency, lateAfterMs, lateSlots, pollMs } from "./limits.js"
 import { WebhookTransport } from "./Transport.js"
 import { persistMs, WebhookDelivery } from "./WebhookDelivery.js"
-import type { ClaimedDelivery, Load } from "./WebhookRepo.js"
+import type { ClaimedDelivery, Load } from "./DeliveryQueue.js"
 
 /** Rings `bell` whenever a delivery is inserted anywhere (NOTIFY from the outbox trigger). */
 const listenForNew = (pg: PgClient.PgClient, ring: Effect.Effect<unknown>) =>
@@ -183,7 +183,7 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  * The webhook worker, a background layer: in the server unless
  * `WEBHOOK_WORKER=false`, or alone (`npm run worker`). Several may run
  * against one database; leases keep them from sending the same attempt twice.
- * Needs the `WebhookRepo`, which `App.ts` provides.
+ * Needs the `DeliveryQueue`, which `App.ts` provides.
  */
 
 /**
@@ -194,7 +194,7 @@ const drain = (inFlight: Set<Fiber.Fiber<void>>, graceMs: number) =>
  */
 const make = (announce: boolean) =>
   Layer.effectDiscard(Effect.gen(function*() {
-    const config = yield* ServerConfig
+    const config = yield* WebhookConfig
     const { listener } = yield* Sessions
     const inFlight = new Set<Fiber.Fiber<void>>()
     const graceMs = config.webhookTimeoutMs + persistMs + 1_000
@@ -219,6 +219,6 @@ export const layerAlways = make(true)
 
 /** In the server: runs when `WEBHOOK_WORKER` is on (the default). */
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* WebhookConfig
   return config.webhookWorker ? make(false) : Layer.empty
 }))

@@ -1,4 +1,4 @@
-import type { PausePolicy } from "./WebhookRepo.js"
+import type { PausePolicy } from "./DeliveryQueue.js"
 
 /** Attempts one worker keeps in flight that hold a slot (decision 0026: late ones hold none). */
 export const concurrency = 32

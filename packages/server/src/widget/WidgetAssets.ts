@@ -4,7 +4,7 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/h
 import { createHash } from "node:crypto"
 import { readdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { ServerConfig } from "../config.js"
+import { HttpConfig } from "../config/http.js"
 import * as ErrorBodies from "../edge/ErrorBodies.js"
 import * as StaticAsset from "../edge/StaticAsset.js"
 
@@ -91,7 +91,7 @@ const javascript = "text/javascript; charset=utf-8"
 const anyOrigin = { "access-control-allow-origin": "*" }
 
 export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ServerConfig
+  const config = yield* HttpConfig
   const html = "text/html; charset=utf-8"
   const [page, frame] = yield* Effect.all([
     asset(read("index.html"), html),
