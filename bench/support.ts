@@ -1,11 +1,11 @@
 /** What the benchmarks share: a fresh database, the server as a process, percentiles. */
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
 import { join, resolve as resolvePath } from "node:path"
 import { withClient } from "../test/support/database.ts"
 import { productionNodeOptions } from "../test/support/flood.ts"
 import { freePort } from "../test/support/net.ts"
+import { memory } from "../test/support/watch.ts"
 
 /** An admin URL: BENCH_DATABASE_URL, or the local PostgreSQL. */
 export const adminUrl = process.env["BENCH_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
@@ -69,12 +69,7 @@ export const startProcess = async (script: "main.js" | "worker.js" | (string & {
   }
 }
 
-/** The value below which a share `p` of `sorted` lies. */
-/** VmRSS and VmHWM of `pid`, in MB (throws once the process is gone). */
-export const memory = (pid: number) => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0)
-  return { rssMb: kb("VmRSS") / 1024, hwmMb: kb("VmHWM") / 1024 }
-}
+export { memory }
 
+/** The value below which a share `p` of `sorted` lies. */
 export const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!

@@ -33,6 +33,7 @@ import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DeliveryQueue } from "../packages/server/dist/webhooks/DeliveryQueue.js"
+import { widgetClient } from "../test/support/client.ts"
 import { freshDatabase, percentile, startProcess, withSql } from "./support.ts"
 
 const latencyPosts = Number(process.env["BENCH_LATENCY_POSTS"] ?? 200)
@@ -98,13 +99,9 @@ const env = {
 }
 
 const post = async (origin: string, title: string, organization = "bench") => {
-  const res = await fetch(`${origin}/api/widget/v1/feedback`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ organizationId: `org_${organization}`, boardId: `b_${organization}`, title, content: "<p>benchmark</p>" })
-  })
+  const res = await widgetClient(origin).feedback({ organizationId: `org_${organization}`, boardId: `b_${organization}`, title, content: "<p>benchmark</p>" })
   if (res.status !== 200) throw new Error(`POST /feedback answered ${res.status}`)
-  return ((await res.json()) as { id: string }).id
+  return (res.body as { id: string }).id
 }
 
 /** Another organization's deliveries while one endpoint hangs on a backlog. */

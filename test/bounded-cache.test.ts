@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { entryOverheadBytes, make } from "../packages/server/dist/caching/BoundedCache.js"
-import { draftKey } from "../packages/server/dist/suggestions/Semantic.js"
+import { entryOverheadBytes, make } from "../packages/server/src/caching/BoundedCache.js"
+import { draftKey } from "../packages/server/src/suggestions/Semantic.js"
 
 /**
  * The in-process caches' one module (decision 0025) on the TestClock: bounded

@@ -1,11 +1,11 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { EmbeddingIndexes } from "../packages/server/dist/embeddings/EmbeddingIndexes.js"
-import { vectorLiteral } from "../packages/server/dist/embeddings/Vectors.js"
-import { lexiconOf } from "../packages/server/dist/lexicon/lexicon.js"
-import { ownBackgroundFrom, pairBelow, pValue } from "../packages/server/dist/suggestions/calibration.js"
-import { exactUpTo, VectorSearch } from "../packages/server/dist/suggestions/VectorSearch.js"
+import { EmbeddingIndexes } from "../packages/server/src/embeddings/EmbeddingIndexes.js"
+import { vectorLiteral } from "../packages/server/src/embeddings/Vectors.js"
+import { lexiconOf } from "../packages/server/src/lexicon/lexicon.js"
+import { ownBackgroundFrom, pairBelow, pValue } from "../packages/server/src/suggestions/calibration.js"
+import { exactUpTo, VectorSearch } from "../packages/server/src/suggestions/VectorSearch.js"
 import { onFreshDatabase } from "./support/repository.js"
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { bucketOf, clientAddress, parseAddress } from "../packages/server/dist/rate-limit/ClientIp.js"
+import { bucketOf, clientAddress, parseAddress } from "../packages/server/src/rate-limit/ClientIp.js"
 
 describe("client addresses", () => {
   it.each([

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
-import { configVariables, loadServerConfig } from "../packages/server/dist/config/ServerConfig.js"
+import { configVariables, loadServerConfig } from "../packages/server/src/config/ServerConfig.js"
 import { freePort, spawnServer } from "./support/process.js"
 
 /**

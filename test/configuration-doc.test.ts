@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { configVariables, loadServerConfig } from "../packages/server/dist/config/ServerConfig.js"
+import { configVariables, loadServerConfig } from "../packages/server/src/config/ServerConfig.js"
 
 /**
  * docs/configuration.md cannot drift from the configuration: its tables name exactly the

@@ -2,7 +2,7 @@ import { ConfigProvider, Effect } from "effect"
 import { request } from "node:http"
 import { connect, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { loadServerConfig } from "../packages/server/dist/config/ServerConfig.js"
+import { loadServerConfig } from "../packages/server/src/config/ServerConfig.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { freePort, spawnServer, type ServerProcess, waitForHealth } from "./support/process.js"
 

@@ -34,7 +34,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { basename, join, relative } from "node:path"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Fixture } from "../packages/server/dist/import/Fixture.js"
+import { Fixture } from "../packages/server/src/import/Fixture.js"
 import { commandHeads, type DocBlock, matchesOutput, parseBlocks, shellCommands } from "./support/doc-blocks.js"
 import { freePort } from "./support/net.js"
 import { waitForHealth } from "./support/process.js"

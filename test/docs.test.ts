@@ -306,8 +306,8 @@ describe.each(["/docs", "/docs/scalar.js", "/docs/openapi.json", "/widget/widget
 
 describe("the /docs page built by npm run build", () => {
   it("is the page and the bundle the server answers, built for the document /docs/openapi.json serves", async () => {
-    const { fingerprint, openApiJson, pageFile, scriptFile, servedJson, staticDir } = await import("../packages/server/dist/docs/page.js")
-    const StaticAsset = await import("../packages/server/dist/edge/StaticAsset.js")
+    const { fingerprint, openApiJson, pageFile, scriptFile, servedJson, staticDir } = await import("../packages/server/src/docs/page.js")
+    const StaticAsset = await import("../packages/server/src/edge/StaticAsset.js")
     const built = StaticAsset.read(`${staticDir}${pageFile}`, fingerprint(openApiJson()), "text/html; charset=utf-8")
     const bundle = StaticAsset.read(`${staticDir}${scriptFile}`, fingerprint(openApiJson()), "text/javascript; charset=utf-8")
     expect(built).toBeDefined()
@@ -329,7 +329,7 @@ describe("the /docs page built by npm run build", () => {
     const { mkdtemp, rm, writeFile } = await import("node:fs/promises")
     const { tmpdir } = await import("node:os")
     const { join } = await import("node:path")
-    const StaticAsset = await import("../packages/server/dist/edge/StaticAsset.js")
+    const StaticAsset = await import("../packages/server/src/edge/StaticAsset.js")
     const dir = await mkdtemp(join(tmpdir(), "hearken-static-"))
     try {
       const path = join(dir, "page.html")

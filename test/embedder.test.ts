@@ -5,11 +5,12 @@ import { TestClock } from "effect/testing"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Core } from "../packages/server/dist/App.js"
-import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
-import { batchSize, EmbeddingRound, maxRetryMs } from "../packages/server/dist/embeddings/EmbeddingRound.js"
-import { EmbeddingQueue } from "../packages/server/dist/embeddings/EmbeddingQueue.js"
-import { embeddingInput, Embeddings, inInputOrder, vectorProblem } from "../packages/server/dist/embeddings/Embeddings.js"
+import { Core } from "../packages/server/src/App.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
+import { batchSize, EmbeddingRound, maxRetryMs } from "../packages/server/src/embeddings/EmbeddingRound.js"
+import { EmbeddingQueue } from "../packages/server/src/embeddings/EmbeddingQueue.js"
+import { embeddingInput, Embeddings, inInputOrder, vectorProblem } from "../packages/server/src/embeddings/Embeddings.js"
+import { startClock } from "./support/clock.js"
 import { createDatabase } from "./support/database.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 
@@ -132,8 +133,6 @@ const reset = Effect.gen(function*() {
   fake.rejectInputsContaining = undefined
   fake.overflowInputsContaining = undefined
 }).pipe(Effect.orDie)
-
-const startClock = Effect.sync(() => Math.floor(Date.now() / 1000) * 1000).pipe(Effect.tap((now) => TestClock.setTime(now)))
 
 /** No embeddings, the API answering, virtual time at today's: each test starts here. */
 const fresh = Effect.gen(function*() {

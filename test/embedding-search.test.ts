@@ -1,9 +1,9 @@
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { EmbeddingIndexes } from "../packages/server/dist/embeddings/EmbeddingIndexes.js"
-import { indexName, vectorLiteral } from "../packages/server/dist/embeddings/Vectors.js"
-import { VectorSearch } from "../packages/server/dist/suggestions/VectorSearch.js"
+import { EmbeddingIndexes } from "../packages/server/src/embeddings/EmbeddingIndexes.js"
+import { indexName, vectorLiteral } from "../packages/server/src/embeddings/Vectors.js"
+import { VectorSearch } from "../packages/server/src/suggestions/VectorSearch.js"
 import { onFreshDatabase } from "./support/repository.js"
 
 /**

@@ -6,7 +6,7 @@ import { createDatabase, type TestDatabase } from "./support/database.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture } from "./support/fixtures.js"
 import { processGroup, type ServerProcess } from "./support/process.js"
-import { postJson } from "./support/server.js"
+import { ids, widgetClient } from "./support/client.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -76,8 +76,7 @@ const counts = (model: string) =>
   ).then((rows) => rows[0]!)
 
 const suggest = (server: ServerProcess, title: string) =>
-  postJson(`${server.origin}/api/widget/v1/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title, content: "" })
-    .then((res) => res.body.map((m: { id: string }) => m.id))
+  widgetClient(server).suggest({ organizationId: "org_acme", boardId: "b_feat", title, content: "" }).then(ids)
 
 describe("background embedding across processes", () => {
   it("back-fills imported posts, retries while the API is down, and finishes once it is back", async () => {

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { datasetOrganization, type Draft, loadDataset } from "../bench/suggestions/dataset.ts"
+import { datasetOrganization, type Draft, loadDataset } from "./support/dataset.ts"
 import { calibrated } from "./support/calibration.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
-import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { ids, widgetClient } from "./support/client.js"
+import { startSeededServer, type TestServer } from "./support/server.js"
 
 /**
  * The merged answer (embeddings and words) on the labelled set, with the fake
@@ -30,8 +31,7 @@ afterAll(async () => {
 })
 
 const suggest = (d: Pick<Draft, "boardId" | "title" | "content">) =>
-  postJson(`${server.api}/suggestions`, { organizationId: "org_quality", boardId: d.boardId, title: d.title, content: d.content })
-    .then((res) => (res.body as Array<{ id: string }>).map((m) => m.id))
+  widgetClient(server).suggest({ organizationId: "org_quality", boardId: d.boardId, title: d.title, content: d.content }).then(ids)
 
 describe("POST /suggestions on the labelled set, with embeddings", () => {
   // Paraphrases the lexical path misses (decision 0008): they share no word with their duplicate. Where the words

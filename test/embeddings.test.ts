@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { SuggestionsRequest } from "@hearken/api"
 import { calibrated } from "./support/calibration.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
-import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { ids, widgetClient } from "./support/client.js"
+import { startSeededServer, type TestServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /** What the fake model knows: each group is one meaning, whatever the words. */
@@ -65,9 +67,8 @@ afterAll(async () => {
   await fake?.close()
 })
 
-const suggest = (s: TestServer, body: Record<string, unknown>) =>
-  postJson(`${s.api}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", content: "", ...body })
-const ids = (res: { body: Array<{ id: string }> }) => res.body.map((m) => m.id)
+const suggest = (s: TestServer, body: Partial<SuggestionsRequest> & Pick<SuggestionsRequest, "title">) =>
+  widgetClient(s).suggest({ organizationId: "org_acme", boardId: "b_feat", content: "", ...body })
 
 /** A draft no earlier test sent, so that the draft cache does not answer for the API. */
 let drafts = 0
@@ -128,7 +129,7 @@ describe("semantic suggestions (embeddings configured)", () => {
   it("cost no embeddings call for a board they cannot show: unknown, private or another organization's (decision 0025)", async () => {
     const title = fresh("Dark mode")
     const before = fake.calls
-    for (const [organizationId, boardId] of [["org_acme", "b_nope"], ["org_acme", "b_private"], ["org_acme", "b_other"], ["org_nope", "b_feat"]]) {
+    for (const [organizationId, boardId] of [["org_acme", "b_nope"], ["org_acme", "b_private"], ["org_acme", "b_other"], ["org_nope", "b_feat"]] as const) {
       const res = await suggest(server, { organizationId, boardId, title, content: "a dark theme" })
       expect([organizationId, boardId, res.status, res.body]).toEqual([organizationId, boardId, 200, []])
     }
@@ -158,7 +159,7 @@ describe("semantic suggestions (embeddings configured)", () => {
   })
 
   it("embed a new post as soon as it is committed, not at the next sweep", async () => {
-    const created = await postJson(`${server.api}/feedback`, {
+    const created = await widgetClient(server).feedback({
       organizationId: "org_acme", boardId: "b_feat", title: "Chime when a comment arrives", content: "a ping noise"
     })
     expect(created.status).toBe(200)
@@ -170,7 +171,7 @@ describe("semantic suggestions (embeddings configured)", () => {
     fake.mode = "hang"
     try {
       const started = Date.now()
-      const created = await postJson(`${server.api}/feedback`, {
+      const created = await widgetClient(server).feedback({
         organizationId: "org_acme", boardId: "b_feat", title: "Calendar export to iCal", content: "subscribe from Outlook"
       })
       expect(created.status).toBe(200)

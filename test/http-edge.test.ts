@@ -2,7 +2,8 @@ import { createServer, type Server } from "node:http"
 import { connect } from "node:net"
 import { brotliCompressSync, gzipSync } from "node:zlib"
 import { afterAll, describe, expect, it } from "vitest"
-import { install, prependAuxiliaryRequestListener } from "../packages/server/dist/http/NodeErrors.js"
+import { install, prependAuxiliaryRequestListener } from "../packages/server/src/http/NodeErrors.js"
+import { postsTitled as postsTitledIn } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
 import { freePort } from "./support/net.js"
 import { testRedisUrl } from "./support/redis.js"
@@ -13,8 +14,7 @@ const server = useServer(() => startSeededServer(baseFixture()))
 const feedback = { organizationId: "org_acme", boardId: "b_feat", title: "Edge post", content: "" }
 const suggestions = { organizationId: "org_acme", boardId: "b_feat", title: "Edge draft", content: "" }
 
-const postsTitled = async (title: string) =>
-  (await server.db.query((sql) => sql`SELECT id FROM posts WHERE title = ${title}`)).length
+const postsTitled = async (title: string) => (await postsTitledIn(server.db, title)).length
 
 interface RawAnswer {
   readonly status: number

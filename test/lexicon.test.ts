@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { fold, lexicon, maxBodyWords, queryFeatures } from "../packages/server/dist/lexicon/lexicon.js"
+import { fold, lexicon, maxBodyWords, queryFeatures } from "../packages/server/src/lexicon/lexicon.js"
 
 const has = (title: string, body = "") => {
   const lex = lexicon(title, body)

@@ -2,11 +2,11 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { widgetClient } from "./support/client.js"
 import { Collector } from "./support/collector.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
 import { processGroup, type ServerProcess } from "./support/process.js"
-import { postJson } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -33,7 +33,7 @@ afterAll(async () => {
 
 const title = "Log me not 5e2b"
 const failing = (server: ServerProcess) =>
-  postJson(`${server.origin}/api/widget/v1/feedback`, {
+  widgetClient(server).feedback({
     organizationId: "org_nostatus",
     boardId: "b_nostatus",
     title,

@@ -282,7 +282,7 @@ describe("the limits table (decision 0012)", () => {
 
   it("refuses to serve an endpoint it has no limit for, instead of serving it unlimited", async () => {
     const { Effect, Exit } = await import("effect")
-    const { limitFor } = await import("../packages/server/dist/rate-limit/RateLimitGate.js")
+    const { limitFor } = await import("../packages/server/src/rate-limit/RateLimitGate.js")
     expect(await Effect.runPromise(limitFor({ boards: 120 }, "boards"))).toBe(120)
     const missing = await Effect.runPromiseExit(limitFor({ boards: 120 }, "boardz"))
     expect(Exit.isFailure(missing) && Exit.hasDies(missing)).toBe(true)

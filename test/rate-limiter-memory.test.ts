@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { memoryBuckets, memoryStore, periodMs, RateLimiter, sweepIntervalMs } from "../packages/server/dist/rate-limit/RateLimiter.js"
+import { memoryBuckets, memoryStore, periodMs, RateLimiter, sweepIntervalMs } from "../packages/server/src/rate-limit/RateLimiter.js"
 
 /**
  * The in-process rate limiter (the embedded default) on the TestClock: the

@@ -1,8 +1,8 @@
 import { ConfigProvider, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
-import * as Database from "../packages/server/dist/sql/Database.js"
-import * as ReadReplica from "../packages/server/dist/sql/ReadReplica.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
+import * as Database from "../packages/server/src/sql/Database.js"
+import * as ReadReplica from "../packages/server/src/sql/ReadReplica.js"
 import { startFakeEmbeddings } from "./support/embeddings.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { freePort, processGroup, type ServerProcess } from "./support/process.js"
@@ -16,7 +16,8 @@ import {
   start,
   stop
 } from "./support/replication.js"
-import { getJson, postJson, writeFixtureFile } from "./support/server.js"
+import { getJson, ids, widgetClient } from "./support/client.js"
+import { writeFixtureFile } from "./support/server.js"
 import { startPgBouncer } from "./support/pgbouncer.js"
 import { type ProxyMode, startProxy } from "./support/tcp-proxy.js"
 import { eventually } from "./support/wait.js"
@@ -100,8 +101,7 @@ const readsOn = async (target: "replica" | "primary") =>
   sample(await scrape(), "hearken_db_reads_total", `target="${target}"`) ?? 0
 const boards = () => getJson(`${api()}/boards?organizationId=org_acme`)
 const updates = () => getJson(`${api()}/updates?organizationId=org_acme`)
-const suggest = (title: string) => postJson(`${api()}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title, content: "" })
-const ids = (body: ReadonlyArray<{ id: string }>) => body.map((b) => b.id)
+const suggest = (title: string) => widgetClient(server).suggest({ organizationId: "org_acme", boardId: "b_feat", title, content: "" })
 
 /** The server's JSON log lines whose message has `words`. */
 const logLines = (words: string) =>
@@ -109,7 +109,7 @@ const logLines = (words: string) =>
     .filter((l) => typeof l.message === "string" && l.message.includes(words))
 
 const feedback = (title: string) =>
-  postJson(`${api()}/feedback`, { organizationId: "org_acme", boardId: "b_feat", title, content: "<p>From the test</p>" })
+  widgetClient(server).feedback({ organizationId: "org_acme", boardId: "b_feat", title, content: "<p>From the test</p>" })
 
 describe("reads on the replica", () => {
   it("/boards, /updates and suggestions go to the replica; a new post goes to the primary", async () => {
@@ -118,7 +118,7 @@ describe("reads on the replica", () => {
     expect((await updates()).status).toBe(200)
     const suggested = await suggest("Dark mode")
     expect(suggested.status).toBe(200)
-    expect(ids(suggested.body)).toEqual(["p_dark"])
+    expect(ids(suggested)).toEqual(["p_dark"])
     expect(await readsOn("replica")).toBeGreaterThanOrEqual(replicaBefore + 3)
     expect(await readsOn("primary")).toBe(primaryBefore)
     const created = await feedback("Written on the primary")
@@ -138,10 +138,10 @@ describe("reads on the replica", () => {
       const u = await updates()
       expect(u.status).toBe(200)
       expect(u.body).toEqual(before.updates)
-      expect(ids(u.body)).toEqual(["u_first"])
+      expect(ids(u)).toEqual(["u_first"])
       const s = await suggest("Dark mode")
       expect(s.status).toBe(200)
-      expect(ids(s.body)).toEqual(["p_dark"])
+      expect(ids(s)).toEqual(["p_dark"])
       // A write needs the primary: the same 500 as without a replica, no SQL in it.
       const created = await feedback("Nowhere to write")
       expect(created.status).toBe(500)
@@ -173,7 +173,7 @@ describe("replication lag", () => {
       // Not replayed yet: the replica does not have it.
       const lagging = await suggest("Offline synchronisation")
       expect(lagging.status).toBe(200)
-      expect(ids(lagging.body)).not.toContain(id)
+      expect(ids(lagging)).not.toContain(id)
       const lag = await eventually("a lag on /metrics", async () => {
         const text = await scrape()
         const seconds = sample(text, "hearken_db_replica_lag_seconds") ?? 0
@@ -186,7 +186,7 @@ describe("replication lag", () => {
     }
     await eventually("the post in suggestions", async () => {
       const s = await suggest("Offline synchronisation")
-      return s.status === 200 && ids(s.body).includes(id) || undefined
+      return s.status === 200 && ids(s).includes(id) || undefined
     })
     // Caught up, and the primary idle: 0, not the time since its last write.
     await eventually("the lag back to 0", async () => {
@@ -204,7 +204,7 @@ describe("replication lag", () => {
             VALUES ('b_new', 'org_acme', 'New board', 'new-board', 'public', now(), now())`)
       const res = await boards()
       expect(res.status).toBe(200)
-      expect(ids(res.body)).not.toContain("b_new")
+      expect(ids(res)).not.toContain("b_new")
       stale = { etag: res.headers.get("etag")!, body: res.body }
       // Asked again while lagging: the same tag and body (a version and body of one server).
       const again = await boards()
@@ -215,12 +215,12 @@ describe("replication lag", () => {
     }
     const fresh = await eventually("the new board", async () => {
       const res = await boards()
-      return ids(res.body).includes("b_new") ? res : undefined
+      return ids(res).includes("b_new") ? res : undefined
     })
     expect(fresh.headers.get("etag")).not.toBe(stale.etag)
     const conditional = await getJson(`${api()}/boards?organizationId=org_acme`, { "if-none-match": stale.etag })
     expect(conditional.status).toBe(200)
-    expect(ids(conditional.body)).toContain("b_new")
+    expect(ids(conditional)).toContain("b_new")
   })
 })
 
@@ -237,7 +237,7 @@ describe("a replica that is down", () => {
         expect((await updates()).status).toBe(200)
         const s = await suggest("Dark mode")
         expect(s.status).toBe(200)
-        expect(ids(s.body)).toEqual(["p_dark"])
+        expect(ids(s)).toEqual(["p_dark"])
       }
       primaryReads = await readsOn("primary")
       expect(primaryReads).toBeGreaterThanOrEqual(primaryBefore + 15)
@@ -316,13 +316,13 @@ describe("a replica that fails on connections already open (through a TCP proxy)
     const allThree = async () => {
       const b = await getJson(`${on}/boards?organizationId=org_acme`)
       expect(b.status).toBe(200)
-      expect(ids(b.body)).toContain("b_feat")
+      expect(ids(b)).toContain("b_feat")
       const u = await getJson(`${on}/updates?organizationId=org_acme`)
       expect(u.status).toBe(200)
-      expect(ids(u.body)).toEqual(["u_first"])
-      const s = await postJson(`${on}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "" })
+      expect(ids(u)).toEqual(["u_first"])
+      const s = await widgetClient(proxied).suggest({ organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "" })
       expect(s.status).toBe(200)
-      expect(ids(s.body)).toEqual(["p_dark"])
+      expect(ids(s)).toEqual(["p_dark"])
     }
     try {
       // Connections to the replica, open and idle in the pool: what a lost host leaves behind.
@@ -396,10 +396,10 @@ describe("with DATABASE_POOL_MODE=transaction (as behind PgBouncer)", () => {
       await stop("primary")
       try {
         expect((await getJson(`${on}/boards?organizationId=org_acme`)).status).toBe(200)
-        expect(ids((await getJson(`${on}/updates?organizationId=org_acme`)).body)).toEqual(["u_first"])
-        const s = await postJson(`${on}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "" })
+        expect(ids(await getJson(`${on}/updates?organizationId=org_acme`))).toEqual(["u_first"])
+        const s = await widgetClient(pooled).suggest({ organizationId: "org_acme", boardId: "b_feat", title: "Dark mode", content: "" })
         expect(s.status).toBe(200)
-        expect(ids(s.body)).toEqual(["p_dark"])
+        expect(ids(s)).toEqual(["p_dark"])
       } finally {
         await start("primary")
       }

@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { keyOf } from "../packages/server/dist/rate-limit/RateLimiter.js"
+import { keyOf } from "../packages/server/src/rate-limit/RateLimiter.js"
 import { baseFixture } from "./support/fixtures.js"
 import { type RawResponse, send } from "./support/http.js"
 import {

@@ -7,10 +7,11 @@ import { promisify } from "node:util"
 import { SignJWT } from "jose"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { widgetClient } from "./support/client.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { seedScript } from "./support/process.js"
 import { Receiver, testWebhookSecret } from "./support/receiver.js"
-import { postJson, startServerOn, type TestServer } from "./support/server.js"
+import { startServerOn, type TestServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -88,7 +89,7 @@ const token = (secret: string, kid?: string) =>
     .setAudience("org_rot").setIssuedAt().sign(new TextEncoder().encode(secret))
 
 const submit = async (secret: string, kid?: string) =>
-  postJson(`${server.api}/feedback`, {
+  widgetClient(server).feedback({
     organizationId: "org_rot",
     boardId: "b_rot",
     title: `Rotation ${randomBytes(4).toString("hex")}`,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Logger, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import type { SpanDropReason } from "../packages/server/dist/observability/Metrics.js"
-import { backoffMs, make } from "../packages/server/dist/observability/SpanQueue.js"
+import type { SpanDropReason } from "../packages/server/src/observability/Metrics.js"
+import { backoffMs, make } from "../packages/server/src/observability/SpanQueue.js"
 
 /**
  * Decision 0019: the OTLP export queue, on the TestClock. A collector that

@@ -2,10 +2,10 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { widgetClient } from "./support/client.js"
 import { baseFixture } from "./support/fixtures.js"
 import { createDatabase, databaseEnv } from "./support/database.js"
 import { freePort, spawnServer, waitForHealth } from "./support/process.js"
-import { postJson } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 const db = await createDatabase()
@@ -27,7 +27,7 @@ describe("the suggestion index of posts written before it existed", () => {
     await writeFile(join(dir, "fixture.json"), JSON.stringify(fixture))
     const env = { ...databaseEnv(db.url), LOG_LEVEL: "error", RATE_LIMIT_MULTIPLIER: "1000" }
     const suggest = (origin: string) =>
-      postJson(`${origin}/api/widget/v1/suggestions`, {
+      widgetClient(origin).suggest({
         organizationId: "org_acme", boardId: "b_feat", title: "CSV export of invoices", content: ""
       })
 

@@ -1,6 +1,6 @@
 import { Duration } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backgroundTtl } from "../packages/server/dist/suggestions/Semantic.js"
+import { backgroundTtl } from "../packages/server/src/suggestions/Semantic.js"
 import {
   calibrated,
   calibrationRows,
@@ -22,9 +22,10 @@ import {
   visitorCopy,
   visitorNearCopies
 } from "./support/calibration-fixture.js"
+import { widgetClient } from "./support/client.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
-import { postJson, startServerOn, type TestServer, writeFixtureFile } from "./support/server.js"
+import { startServerOn, type TestServer, writeFixtureFile } from "./support/server.js"
 
 /**
  * A board's background for suggestions by meaning (decisions 0023 and 0027)
@@ -84,7 +85,7 @@ const backgroundExpired = (readAt: number) =>
 
 /** An anonymous visitor's post, word for word `visitorCopy` unless told. */
 const postCopy = async (embedder: Embedder, organizationId: string, boardId: string, post = visitorCopy) => {
-  const res = await postJson(`${get(embedder).server.api}/feedback`, {
+  const res = await widgetClient(get(embedder).server).feedback({
     organizationId,
     boardId,
     title: post.title,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { calibrated, type Draft, embeddingsEnv, fakeModel, suggestionIds } from "./support/calibration.js"
+import { ids as idsOf, widgetClient } from "./support/client.js"
 import {
   boardPosts,
   type ClusterDraft,
@@ -14,7 +15,7 @@ import {
 } from "./support/clusters-fixture.js"
 import { type FakeEmbeddings, startFakeEmbeddings } from "./support/embeddings.js"
 import { freePort, type ServerProcess, spawnServer, waitForHealth } from "./support/process.js"
-import { postJson, startSeededServer, type TestServer, writeFixtureFile } from "./support/server.js"
+import { startSeededServer, type TestServer, writeFixtureFile } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -127,7 +128,7 @@ afterAll(async () => {
 
 const ask = async (database: Database, matching: Matching, draft: ClusterDraft) => {
   const { api } = await running.get(key(database, matching))!
-  return postJson(`${api}/suggestions`, clusterRequest(draft))
+  return widgetClient(new URL(api).origin).suggest(clusterRequest(draft))
 }
 
 /** A post as `POST /suggestions` answers it: exactly the spec's fields (§4.1, the Suggestion match object). */
@@ -137,7 +138,6 @@ const match = (boardId: string, id: string) => {
   return { id, title: post.title, excerpt: post.text, slug: slugOf(id) }
 }
 
-const idsOf = (body: unknown): Array<string> => (body as Array<{ id: string }>).map((m) => m.id)
 
 const darkIds = darkPosts.map((p) => p.id)
 const repeatIds = repeatPosts.map((p) => p.id)
@@ -149,7 +149,7 @@ describe.each(combinations)("POST /suggestions on boards asking one thing severa
     : "answers the 3 of the 7 posts that share the draft's words, and nothing else", async () => {
     const res = await ask(database, matching, clusterDrafts.dark)
     expect(res.status).toBe(200)
-    const ids = idsOf(res.body)
+    const ids = idsOf(res)
     expect(ids, JSON.stringify(ids)).toHaveLength(matching === "concept" ? 5 : 3)
     expect(new Set(ids).size).toBe(ids.length)
     for (const id of ids) expect(darkIds, `${id} is not one of the seven`).toContain(id)
@@ -163,7 +163,7 @@ describe.each(combinations)("POST /suggestions on boards asking one thing severa
   ] as const)("answers all 3 duplicates of one another, and nothing else, to a draft %s", async (_, draft) => {
     const res = await ask(database, matching, draft)
     expect(res.status).toBe(200)
-    const ids = idsOf(res.body)
+    const ids = idsOf(res)
     expect([...ids].sort(), JSON.stringify(ids)).toEqual([...repeatIds].sort())
     expect(res.body).toEqual(ids.map((id) => match("b_repeat", id)))
   })

@@ -5,21 +5,22 @@ import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
-import { Sanitizer } from "../packages/server/dist/content/Sanitizer.js"
-import * as Database from "../packages/server/dist/sql/Database.js"
-import * as ReadReplica from "../packages/server/dist/sql/ReadReplica.js"
-import { LexicalSearch } from "../packages/server/dist/suggestions/LexicalSearch.js"
-import { Semantic } from "../packages/server/dist/suggestions/Semantic.js"
-import { gaveWayLog, SuggestionQueries } from "../packages/server/dist/suggestions/SuggestionQueries.js"
-import { Suggestions } from "../packages/server/dist/suggestions/Suggestions.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
+import { Sanitizer } from "../packages/server/src/content/Sanitizer.js"
+import * as Database from "../packages/server/src/sql/Database.js"
+import * as ReadReplica from "../packages/server/src/sql/ReadReplica.js"
+import { LexicalSearch } from "../packages/server/src/suggestions/LexicalSearch.js"
+import { Semantic } from "../packages/server/src/suggestions/Semantic.js"
+import { gaveWayLog, SuggestionQueries } from "../packages/server/src/suggestions/SuggestionQueries.js"
+import { Suggestions } from "../packages/server/src/suggestions/Suggestions.js"
+import { widgetClient } from "./support/client.js"
 import { createDatabase, type TestDatabase } from "./support/database.js"
 import { startFakeEmbeddings } from "./support/embeddings.js"
 import { holdLock } from "./support/faults.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { freePort } from "./support/net.js"
 import { seedScript, spawnScript, type ServerProcess } from "./support/process.js"
-import { postJson, useServerProcesses } from "./support/server.js"
+import { useServerProcesses } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -62,7 +63,7 @@ describe("a suggestion statement past its timeout, on the server", () => {
   afterAll(() => fake.close())
 
   const suggest = (title: string) =>
-    postJson(`${server.origin}/api/widget/v1/suggestions`, { organizationId: "org_acme", boardId: "b_feat", title, content: "" })
+    widgetClient(server).suggest({ organizationId: "org_acme", boardId: "b_feat", title, content: "" })
 
   const degraded = async () => {
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()

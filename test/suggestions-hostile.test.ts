@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest"
-import { postgresPoolSize } from "../packages/server/dist/sql/Database.js"
-import { permitsOf } from "../packages/server/dist/suggestions/SuggestionQueries.js"
+import { postgresPoolSize } from "../packages/server/src/sql/Database.js"
+import { permitsOf } from "../packages/server/src/suggestions/SuggestionQueries.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
-import { getJson, type JsonResponse, postJson, startSeededServer, type TestServer, useServer } from "./support/server.js"
+import { getJson, type JsonResponse, widgetClient } from "./support/client.js"
+import { startSeededServer, type TestServer, useServer } from "./support/server.js"
 import { holding, waitingForLocks } from "./support/faults.js"
 import { eventually } from "./support/wait.js"
 
@@ -35,7 +36,7 @@ const hostile = {
 const hostileDrafts = Object.values(hostile)
 
 const suggest = (server: TestServer, draft: { title: string; content: string }) =>
-  postJson(`${server.api}/suggestions`, { organizationId: "org_acme", boardId: "b_feat", ...draft })
+  widgetClient(server).suggest({ organizationId: "org_acme", boardId: "b_feat", ...draft })
 
 const expectSuggestions = (res: JsonResponse) => {
   expect(res.status).toBe(200)

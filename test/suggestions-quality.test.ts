@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { datasetOrganization, type Draft, loadDataset } from "../bench/suggestions/dataset.ts"
-import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { datasetOrganization, type Draft, loadDataset } from "./support/dataset.ts"
+import { widgetClient } from "./support/client.js"
+import { startSeededServer, useServer } from "./support/server.js"
 
 /**
  * Suggestions on the labelled set (`bench/suggestions/dataset.json`, 432
@@ -25,7 +26,7 @@ const server = useServer(() =>
 )
 
 const suggest = (d: Pick<Draft, "boardId" | "title" | "content">, organizationId = "org_quality") =>
-  postJson(`${server.api}/suggestions`, { organizationId, boardId: d.boardId, title: d.title, content: d.content })
+  widgetClient(server).suggest({ organizationId, boardId: d.boardId, title: d.title, content: d.content })
 
 describe("POST /suggestions on the labelled set", () => {
   it.each([

@@ -4,7 +4,8 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { baseFixture } from "./support/fixtures.js"
 import { seedScript, spawnScript } from "./support/process.js"
-import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { ids, widgetClient } from "./support/client.js"
+import { startSeededServer, useServer } from "./support/server.js"
 
 /**
  * A word in 100 posts or more is too common to rank with (decision 0008):
@@ -27,8 +28,7 @@ fixture.organizations[0]!.posts = [
 const server = useServer(() => startSeededServer(fixture))
 
 const suggest = (title: string, boardId = "b_feat") =>
-  postJson(`${server.api}/suggestions`, { organizationId: "org_acme", boardId, title, content: "" })
-const ids = (res: { body: Array<{ id: string }> }) => res.body.map((m) => m.id)
+  widgetClient(server).suggest({ organizationId: "org_acme", boardId, title, content: "" })
 
 const seed = async (file: unknown) => {
   const dir = await mkdtemp(join(tmpdir(), "hearken-reimport-"))

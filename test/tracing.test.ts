@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Option, Redacted, Result } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
-import { loadServerConfig } from "../packages/server/dist/config/ServerConfig.js"
+import { loadServerConfig } from "../packages/server/src/config/ServerConfig.js"
 import { Collector } from "./support/collector.js"
 import { baseFixture } from "./support/fixtures.js"
 import { endpoint, Receiver } from "./support/receiver.js"

@@ -5,18 +5,18 @@ import { randomUUID } from "node:crypto"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Core } from "../packages/server/dist/App.js"
-import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
+import { Core } from "../packages/server/src/App.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
 import {
   pausePolicy,
   perEndpoint,
   perOrganization,
   perStalledEndpoint,
   stalledSlots
-} from "../packages/server/dist/webhooks/limits.js"
-import { type ClaimedDelivery, DeliveryQueue, type Load, noLoad } from "../packages/server/dist/webhooks/DeliveryQueue.js"
-import { OutboxRepo } from "../packages/server/dist/webhooks/OutboxRepo.js"
-import { WebhookOperatorRepo } from "../packages/server/dist/webhooks/WebhookOperatorRepo.js"
+} from "../packages/server/src/webhooks/limits.js"
+import { type ClaimedDelivery, DeliveryQueue, type Load, noLoad } from "../packages/server/src/webhooks/DeliveryQueue.js"
+import { OutboxRepo } from "../packages/server/src/webhooks/OutboxRepo.js"
+import { WebhookOperatorRepo } from "../packages/server/src/webhooks/WebhookOperatorRepo.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, webhookOrganization } from "./support/receiver.js"
 

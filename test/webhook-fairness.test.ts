@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
-import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { widgetClient } from "./support/client.js"
+import { startSeededServer, useServer } from "./support/server.js"
 
 const receiver = await Receiver.start()
 afterAll(() => receiver.close())
@@ -26,7 +27,7 @@ afterAll(() => {
 })
 
 const post = (organizationId: string, title: string) =>
-  postJson(`${server.api}/feedback`, { organizationId, boardId: `b_${organizationId}`, title, content: "" })
+  widgetClient(server).feedback({ organizationId, boardId: `b_${organizationId}`, title, content: "" })
 
 describe("an endpoint that never answers, with a backlog of 300", () => {
   it("holds only its own share of the worker: another organization's delivery, and its retry, go out within seconds", async () => {

@@ -2,7 +2,8 @@ import { getMetricsFromIterator, type PromHistogramData } from "prom2javascript"
 import { afterAll, describe, expect, it } from "vitest"
 import { freePort } from "./support/net.js"
 import { endpoint, type Received, Receiver, webhookOrganization } from "./support/receiver.js"
-import { postJson, startSeededServer, type TestServer, useServer } from "./support/server.js"
+import { widgetClient } from "./support/client.js"
+import { startSeededServer, type TestServer, useServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 /**
@@ -34,7 +35,7 @@ const healthy = webhookOrganization("org_ok", [endpoint("wh_ok", receiver.url("/
 const env = { WEBHOOK_ALLOW_PRIVATE_URLS: "true", LOG_LEVEL: "none" }
 
 const post = (server: TestServer, organizationId: string, title: string) =>
-  postJson(`${server.api}/feedback`, { organizationId, boardId: `b_${organizationId}`, title, content: "" })
+  widgetClient(server).feedback({ organizationId, boardId: `b_${organizationId}`, title, content: "" })
 
 const arrivalOf = async (postId: string): Promise<Received> =>
   eventually(`the delivery of ${postId}`, async () => receiver.at("/ok").find((r) => JSON.parse(r.body).data.id === postId), {

@@ -6,7 +6,7 @@ import { createDatabase, type TestDatabase } from "./support/database.js"
 import { processGroup, type ServerProcess, spawnScript, webhooksCliScript, workerScript } from "./support/process.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { eventually } from "./support/wait.js"
-import { postJson } from "./support/server.js"
+import { widgetClient } from "./support/client.js"
 
 /**
  * The commands docs/webhooks.md ("Operating deliveries") gives: `npm run worker`, and
@@ -62,7 +62,7 @@ const cli = async (...args: Array<string>) => {
 }
 
 const post = (server: ServerProcess, organizationId: string, title = "Hello") =>
-  postJson(`${server.origin}/api/widget/v1/feedback`, { organizationId, boardId: `b_${organizationId}`, title, content: "" })
+  widgetClient(server).feedback({ organizationId, boardId: `b_${organizationId}`, title, content: "" })
 
 const deliveryOf = async (endpointId: string) => {
   const rows = await db.query((sql) =>

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { blockedRange } from "../packages/server/dist/webhooks/AddressGuard.js"
+import { blockedRange } from "../packages/server/src/webhooks/AddressGuard.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 import { postJson, startSeededServer, useServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"

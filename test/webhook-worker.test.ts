@@ -5,15 +5,16 @@ import { TestClock } from "effect/testing"
 import { mkdtemp, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Core } from "../packages/server/dist/App.js"
-import * as ServerConfig from "../packages/server/dist/config/ServerConfig.js"
-import { Feedback } from "../packages/server/dist/feedback/Feedback.js"
-import { redactUrl } from "../packages/server/dist/config/redaction.js"
-import { backoffMs, judge, parseRetryAfter } from "../packages/server/dist/webhooks/RetryPolicy.js"
-import { OutboxRepo } from "../packages/server/dist/webhooks/OutboxRepo.js"
-import { WebhookOperatorRepo } from "../packages/server/dist/webhooks/WebhookOperatorRepo.js"
-import { concurrency, leaseMs, pausePolicy, perEndpoint } from "../packages/server/dist/webhooks/limits.js"
-import { WebhookDelivery } from "../packages/server/dist/webhooks/WebhookDelivery.js"
+import { Core } from "../packages/server/src/App.js"
+import * as ServerConfig from "../packages/server/src/config/ServerConfig.js"
+import { Feedback } from "../packages/server/src/feedback/Feedback.js"
+import { redactUrl } from "../packages/server/src/config/redaction.js"
+import { backoffMs, judge, parseRetryAfter } from "../packages/server/src/webhooks/RetryPolicy.js"
+import { OutboxRepo } from "../packages/server/src/webhooks/OutboxRepo.js"
+import { WebhookOperatorRepo } from "../packages/server/src/webhooks/WebhookOperatorRepo.js"
+import { concurrency, leaseMs, pausePolicy, perEndpoint } from "../packages/server/src/webhooks/limits.js"
+import { WebhookDelivery } from "../packages/server/src/webhooks/WebhookDelivery.js"
+import { startClock } from "./support/clock.js"
 import { createDatabase } from "./support/database.js"
 import { endpoint, Receiver, webhookOrganization } from "./support/receiver.js"
 
@@ -130,11 +131,6 @@ const failuresOf = (endpointId: string) =>
   }).pipe(Effect.orDie)
 
 const deliverDue = Effect.flatMap(WebhookDelivery, (delivery) => delivery.deliverDue)
-
-/** Starts virtual time at the real clock, so timestamps look like today's. */
-const startClock = Effect.sync(() => Math.floor(Date.now() / 1000) * 1000).pipe(
-  Effect.tap((now) => TestClock.setTime(now))
-)
 
 /**
  * The layer (database pool, receiver) runs on real time; each test's own

@@ -1,9 +1,11 @@
 import { SignJWT } from "jose"
 import { Webhook } from "standardwebhooks"
 import { afterAll, describe, expect, it } from "vitest"
+import type { FeedbackRequest } from "@hearken/api"
+import { widgetClient } from "./support/client.js"
 import { baseFixture } from "./support/fixtures.js"
 import { endpoint, Receiver, testWebhookSecret, webhookOrganization } from "./support/receiver.js"
-import { postJson, startSeededServer, useServer } from "./support/server.js"
+import { startSeededServer, useServer } from "./support/server.js"
 import { eventually } from "./support/wait.js"
 
 const receiver = await Receiver.start()
@@ -40,8 +42,8 @@ const server = useServer(() =>
   })
 )
 
-const post = (organizationId: string, boardId: string, extra: Record<string, unknown> = {}) =>
-  postJson(`${server.api}/feedback`, { organizationId, boardId, title: "Hook me", content: "<p>body</p>", ...extra })
+const post = (organizationId: string, boardId: string, extra: Partial<FeedbackRequest> = {}) =>
+  widgetClient(server).feedback({ organizationId, boardId, title: "Hook me", content: "<p>body</p>", ...extra })
 
 const delivery = async (postId: string, endpointId: string) => {
   const rows = await server.db.query((sql) =>
@@ -196,7 +198,7 @@ describe("a receiver that sleeps 30 s", () => {
     const ms: Array<number> = []
     for (let i = 0; i < n; i++) {
       const started = performance.now()
-      const res = await postJson(`${slow.api}/feedback`, { organizationId, boardId: `b_${organizationId}`, title: `Post ${i}`, content: "" })
+      const res = await widgetClient(slow).feedback({ organizationId, boardId: `b_${organizationId}`, title: `Post ${i}`, content: "" })
       ms.push(performance.now() - started)
       expect(res.status).toBe(200)
     }
@@ -222,7 +224,7 @@ describe("a receiver that sleeps 30 s", () => {
     const held = receiver.at("/sleepy").length
     expect(held).toBeGreaterThanOrEqual(10)
     expect(held).toBeLessThanOrEqual(16)
-    const res = await postJson(`${slow.api}/feedback`, { organizationId: "org_prompt", boardId: "b_org_prompt", title: "Next", content: "" })
+    const res = await widgetClient(slow).feedback({ organizationId: "org_prompt", boardId: "b_org_prompt", title: "Next", content: "" })
     const started = Date.now()
     const [received] = await receiver.waitFor("/prompt", 1, 2_000)
     expect(JSON.parse(received!.body).data.id).toBe(res.body.id)

@@ -17,8 +17,9 @@ import de from "../packages/widget/src/locales/de.ts"
 import ja from "../packages/widget/src/locales/ja.ts"
 import { en, type Messages } from "../packages/widget/src/messages.ts"
 import { launchChromium } from "./support/browser.js"
+import { widgetClient } from "./support/client.js"
 import { faultyProxy, type FaultyProxy } from "./support/proxy.js"
-import { postJson, startSeededServer, type TestServer } from "./support/server.js"
+import { startSeededServer, type TestServer } from "./support/server.js"
 import { audit, hostPageServer } from "./support/widget.js"
 
 const root = join(import.meta.dirname, "..")
@@ -87,7 +88,7 @@ const draft = async (title: string) => {
 
 /** What the API suggests for a draft on the features board. */
 const suggestionsFor = async (title: string) =>
-  (await postJson(`${api.api}/suggestions`, { organizationId: "org_demo", boardId: "b_demo_features", title, content: "" }))
+  (await widgetClient(api).suggest({ organizationId: "org_demo", boardId: "b_demo_features", title, content: "" }))
     .body as Array<{ id: string; slug: string; title: string }>
 
 const tabNames = () => page.getByRole("tab").allTextContents()

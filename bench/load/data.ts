@@ -10,7 +10,7 @@ import { slugify } from "../../packages/server/dist/content/slug.js"
 import { excerptLength } from "../../packages/server/dist/feedback/Feedback.js"
 import { lexiconOf } from "../../packages/server/dist/lexicon/lexicon.js"
 import { migrate } from "../../packages/server/dist/sql/Database.js"
-import { loadDataset } from "../suggestions/dataset.ts"
+import { loadDataset } from "../../test/support/dataset.ts"
 import { withSql } from "../support.ts"
 
 export const organizations = [{ id: "org_bench_1", name: "Acme" }, { id: "org_bench_2", name: "Globex" }] as const

@@ -4,7 +4,8 @@
  * /feedback; the gzip sizes of the browser bundles first. main.ts describes it.
  */
 import { deepStrictEqual } from "node:assert/strict"
-import { bundleSizes, printBundleSizes } from "../sizes.ts"
+import { bundleSizes } from "../../test/support/sizes.ts"
+import { printBundleSizes } from "../sizes.ts"
 import { memory, withSql } from "../support.ts"
 import {
   api,

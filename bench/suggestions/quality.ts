@@ -1,6 +1,6 @@
 /**
  * `npm run quality`: how well `POST /suggestions` finds duplicates, on every
- * labelled set (`dataset.ts`: the project's own set and the real boards in
+ * labelled set (`test/support/dataset.ts`: the project's own set and the real boards in
  * `sets/`), with each embedder behind the tests' OpenAI-compatible fake API
  * (`test/support/embeddings.ts`): none (lexical only), the concept embedder,
  * GloVe word vectors averaged with SIF weights (fetched on demand, cached),
@@ -49,9 +49,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Blend, Near } from "../../packages/server/dist/suggestions/blend.js"
 import type { Selection } from "../../packages/server/dist/suggestions/Suggestions.js"
+import { ids, widgetClient } from "../../test/support/client.ts"
 import { type Embedder, startFakeEmbeddings } from "../../test/support/embeddings.ts"
 import { freshDatabase, startProcess, withSql } from "../support.ts"
-import { datasetOrganization, type Draft, type Half, halves, hash, type LabelledSet, loadSets } from "./dataset.ts"
+import { datasetOrganization, type Draft, type Half, halves, hash, type LabelledSet, loadSets } from "../../test/support/dataset.ts"
 import * as Scoring from "./scoring.ts"
 import { clusterRequest, clusterRequirements, clustersFixture } from "../../test/support/clusters-fixture.ts"
 
@@ -195,13 +196,9 @@ const inProcess = <A>(env: Record<string, string>, f: Effect.Effect<A, never, an
 
 const askApi = async (origin: string, label: string) => {
   for (const c of [...cases, ...smallCases]) {
-    const res = await fetch(`${origin}/api/widget/v1/suggestions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(requestOf(c))
-    })
+    const res = await widgetClient(origin).suggest(requestOf(c))
     if (res.status !== 200) throw new Error(`POST /suggestions answered ${res.status} for ${c.draft.id}`)
-    c.api.set(label, ((await res.json()) as Array<{ id: string }>).map((m) => m.id))
+    c.api.set(label, ids(res))
   }
 }
 

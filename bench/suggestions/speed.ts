@@ -38,7 +38,7 @@ import { cpus } from "node:os"
 import { join } from "node:path"
 import { freePort } from "../../test/support/net.ts"
 import { freshDatabase, percentile, startProcess, withSql } from "../support.ts"
-import { loadDataset } from "./dataset.ts"
+import { loadDataset } from "../../test/support/dataset.ts"
 import { boardId, createBoard, synthetic, timeSuggestion } from "./synthetic.ts"
 
 const sizes = (process.env["BENCH_SIZES"] ?? "1000,10000,100000").split(",").map(Number)

@@ -14,7 +14,7 @@ import { Effect } from "effect"
 import pg from "pg"
 import { lexiconOf } from "../../packages/server/dist/lexicon/lexicon.js"
 import { withSql } from "../support.ts"
-import type { Dataset } from "./dataset.ts"
+import type { Dataset } from "../../test/support/dataset.ts"
 
 export const organizationId = "org_bench"
 export const boardId = "b_bench"

@@ -45,7 +45,7 @@ import { normalizeDraft } from "../../packages/server/dist/suggestions/Semantic.
 import { maxSuggestions } from "../../packages/server/dist/suggestions/Suggestions.js"
 import { conceptVector, startFakeEmbeddings } from "../../test/support/embeddings.ts"
 import { freshDatabase, percentile, startProcess, withSql } from "../support.ts"
-import { loadDataset } from "./dataset.ts"
+import { loadDataset } from "../../test/support/dataset.ts"
 import { boardId, createBoard, organizationId, type SyntheticPost, synthetic, timeSuggestion } from "./synthetic.ts"
 
 const sizes = (process.env["BENCH_VECTOR_SIZES"] ?? "10000,100000").split(",").map(Number)

@@ -1,7 +1,7 @@
 import { expect } from "vitest"
+import { ids, widgetClient } from "./client.js"
 import type { TestDatabase } from "./database.js"
 import type { Embedder, FakeEmbeddings } from "./embeddings.js"
-import { postJson } from "./server.js"
 import { eventually } from "./wait.js"
 
 /** A model as the server is configured with it: `EMBEDDINGS_MODEL` and `EMBEDDINGS_DIMENSIONS`. */
@@ -31,14 +31,14 @@ export interface Draft {
 
 /** The ids `POST /suggestions` of the API at `api` answers for `draft` on a board of `organizationId`. */
 export const suggestionIds = async (api: string, organizationId: string, boardId: string, draft: Draft): Promise<Array<string>> => {
-  const res = await postJson(`${api}/suggestions`, {
+  const res = await widgetClient(new URL(api).origin).suggest({
     organizationId,
     boardId,
     title: draft.title,
     content: draft.content === undefined ? "" : `<p>${draft.content}</p>`
   })
   expect(res.status).toBe(200)
-  return (res.body as Array<{ id: string }>).map((m) => m.id)
+  return ids(res)
 }
 
 /**

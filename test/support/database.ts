@@ -66,6 +66,10 @@ export interface TestDatabase {
   readonly drop: () => Promise<void>
 }
 
+/** The ids of the posts titled `title` in `db`, in id order. */
+export const postsTitled = async (db: Pick<TestDatabase, "query">, title: string) =>
+  (await db.query<{ id: string }>((sql) => sql`SELECT id FROM posts WHERE title = ${title} ORDER BY id`)).map((r) => r.id)
+
 /** A fresh, empty database, dropped (forcibly) by `drop`. */
 export const createDatabase = async (): Promise<TestDatabase> => {
   const name = `hearken_test_${randomBytes(6).toString("hex")}`

@@ -1,7 +1,7 @@
 /**
  * A fake OpenAI-compatible embeddings API for the tests and the quality bench,
  * with three embedders. "concept" (the default) encodes concepts
- * (`bench/suggestions/concepts.ts`, or the groups a test passes), so that
+ * (`concepts.ts`, or the groups a test passes), so that
  * texts meaning the same thing in other words, or in another language, are
  * close, as with a real model; a text's other words only nudge its vector.
  * "glove" averages GloVe word vectors (`glove.ts`) as SIF does: a real, if
@@ -11,7 +11,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 import { gzipSync } from "node:zlib"
-import { concepts as defaultConcepts } from "../../bench/suggestions/concepts.ts"
+import { concepts as defaultConcepts } from "./concepts.ts"
 import { ensureGlove, gloveDimensions, type GloveModel, gloveVocabularySize } from "./glove.ts"
 
 export type FakeMode = "ok" | "error" | "hang" | "wrong-size" | "wrong-index" | HostileMode
@@ -68,7 +68,7 @@ export interface FakeEmbeddingsOptions {
   readonly embedder?: Embedder
   /** The embedder's `defaultDimensions` by default. */
   readonly dimensions?: number
-  /** The "concept" embedder's groups of words that mean one thing each; the groups of `bench/suggestions/concepts.ts` by default. */
+  /** The "concept" embedder's groups of words that mean one thing each; the groups of `concepts.ts` by default. */
   readonly concepts?: ReadonlyArray<ReadonlyArray<string>>
   /** 0 (any free port) by default. */
   readonly port?: number

@@ -1,8 +1,8 @@
 import { ConfigProvider, Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
-import * as ServerConfig from "../../packages/server/dist/config/ServerConfig.js"
-import * as Database from "../../packages/server/dist/sql/Database.js"
-import * as ReadReplica from "../../packages/server/dist/sql/ReadReplica.js"
+import * as ServerConfig from "../../packages/server/src/config/ServerConfig.js"
+import * as Database from "../../packages/server/src/sql/Database.js"
+import * as ReadReplica from "../../packages/server/src/sql/ReadReplica.js"
 import { createDatabase, databaseEnv } from "./database.js"
 
 /**

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from "vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
 import { HttpServer } from "effect/http"
-import { App } from "../../packages/server/dist/App.js"
-import * as ServerConfig from "../../packages/server/dist/config/ServerConfig.js"
+import { App } from "../../packages/server/src/App.js"
+import * as ServerConfig from "../../packages/server/src/config/ServerConfig.js"
 import { createDatabase, databaseEnv, type TestDatabase } from "./database.js"
 import { processGroup } from "./process.js"
 import { OwnRedis } from "./redis.js"
@@ -57,35 +57,7 @@ export const startServerOn = async (db: TestDatabase, env: Record<string, string
   }
 }
 
-export interface JsonResponse {
-  readonly status: number
-  readonly headers: Headers
-  readonly body: any
-}
-
-const toJson = async (response: Response): Promise<JsonResponse> => {
-  const text = await response.text()
-  let body: unknown = text
-  try {
-    body = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    // not JSON: keep the text, so a test can show what came back
-  }
-  return { status: response.status, headers: response.headers, body }
-}
-
-export const getJson = async (url: string, headers: Record<string, string> = {}) =>
-  toJson(await fetch(url, { headers }))
-
-/** POSTs `body` (a value is JSON-encoded; a string is sent as it is). */
-export const postJson = async (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  toJson(
-    await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: typeof body === "string" ? body : JSON.stringify(body)
-    })
-  )
+export { getJson, type JsonResponse, postJson } from "./client.js"
 
 /** Writes `fixture` to a new temporary file, for `SEED_FILE`, and gives its path. */
 export const writeFixtureFile = async (fixture: unknown) => {

@@ -1,6 +1,12 @@
-import { writeFileSync } from "node:fs"
-import { memory } from "../../bench/support.ts"
+import { readFileSync, writeFileSync } from "node:fs"
 import type { ServerProcess } from "./process.js"
+
+/** VmRSS and VmHWM of `pid`, in MB (throws once the process is gone). */
+export const memory = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0)
+  return { rssMb: kb("VmRSS") / 1024, hwmMb: kb("VmHWM") / 1024 }
+}
 
 export interface Watched {
   /** The highest RSS seen, in MB (VmHWM since the watch began). */

@@ -29,8 +29,11 @@ export const servedJson = (publicUrl: Option.Option<URL>): string => {
 /** What a built page was made from: the document it describes. */
 export const fingerprint = (document: string) => createHash("sha256").update(document).digest("hex")
 
-/** `packages/server/dist/static/`, written by `npm run build` (`docs/build.ts`). */
-export const staticDir = fileURLToPath(new URL("../static/", import.meta.url))
+/**
+ * `packages/server/dist/static/`, written by `npm run build` (`docs/build.ts`);
+ * named from the package, so that the source (as the tests load it) finds it too.
+ */
+export const staticDir = fileURLToPath(new URL("../../dist/static/", import.meta.url))
 
 /** The page's file in `staticDir`, beside its `.gz`, `.br` and `.sha256` (the fingerprint). */
 export const pageFile = "docs.html"

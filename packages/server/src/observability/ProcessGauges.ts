@@ -54,7 +54,8 @@ const readJson = (path: string): Record<string, unknown> => {
  * for what cannot be read.
  */
 const build = (): { readonly version: string; readonly commit: string } => {
-  const info = readJson("../build-info.json")
+  // Named from the package, so that the source (as the tests load it) reads the build's file too.
+  const info = readJson("../../dist/build-info.json")
   const text = (value: unknown) => typeof value === "string" && value !== "" ? value : undefined
   return {
     version: text(info["version"]) ?? text(readJson("../../package.json")["version"]) ?? "unknown",

@@ -7,6 +7,9 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 
+/** The labelled data stays with the benches that made it: `bench/suggestions/dataset.json` and `sets/`. */
+const benchSuggestions = join(import.meta.dirname, "..", "..", "bench", "suggestions")
+
 export interface Draft {
   readonly id: string
   readonly boardId: string
@@ -40,14 +43,14 @@ export interface LabelledSet extends Dataset {
   readonly organizationId: string
 }
 
-export const loadDataset = (path = join(import.meta.dirname, "dataset.json")): Dataset => JSON.parse(readFileSync(path, "utf8"))
+export const loadDataset = (path = join(benchSuggestions, "dataset.json")): Dataset => JSON.parse(readFileSync(path, "utf8"))
 
 /** The organization that holds the project's own set when it is imported. */
 export const qualityOrganizationId = "org_quality"
 
 /** The project's own set ("hearken", six languages), then the real ones in name order. */
 export const loadSets = (): ReadonlyArray<LabelledSet> => {
-  const dir = join(import.meta.dirname, "sets")
+  const dir = join(benchSuggestions, "sets")
   const real = readdirSync(dir).filter((f) => f.endsWith(".json")).sort().map((file) => {
     const set = JSON.parse(readFileSync(join(dir, file), "utf8")) as Dataset & { readonly name: string; readonly language: string }
     return { ...set, organizationId: `org_q_${set.name}` }
