@@ -1,8 +1,9 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
+import { postsTitled as postsTitledIn } from "./support/database.js"
 import { baseFixture } from "./support/fixtures.js"
-import { DocsRoutes, inMemoryServer, post, query } from "./support/inMemory.js"
+import { DocsRoutes, inMemoryServer, post, query, TestDb } from "./support/inMemory.js"
 import { endpoint } from "./support/receiver.js"
 
 // A subscribed endpoint, so that every created post enqueues one event; the worker is off, so the rows stay to be counted.
@@ -16,8 +17,7 @@ const body = (title: string, extra: Record<string, unknown> = {}) =>
 const send = (payload: unknown, key: string | undefined, from = "203.0.113.1") =>
   post("feedback", payload, { "x-forwarded-for": from, ...(key === undefined ? {} : { "idempotency-key": key }) })
 
-const postsTitled = (title: string) =>
-  query<{ id: string }>((sql) => sql`SELECT id FROM posts WHERE title = ${title} ORDER BY id`).pipe(Effect.map((rows) => rows.map((r) => r.id)))
+const postsTitled = (title: string) => Effect.flatMap(TestDb, (db) => Effect.promise(() => postsTitledIn(db, title)))
 
 const eventsFor = (postId: string) =>
   query<{ n: number }>((sql) =>

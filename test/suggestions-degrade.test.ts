@@ -226,6 +226,15 @@ describe("a large board's last known size, on the TestClock", () => {
         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%jsonb_to_recordset%'`
     ).then((rows) => rows[0]!.n > 0)
   )
+  /** Backends running the board's count (the statement `LexicalSearch.boardSize` sends), or only those waiting on a lock. */
+  const countsRunning = (onlyWaiting: boolean) =>
+    Effect.promise(() =>
+      db.query<{ n: number }>((sql) =>
+        sql`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT count(*)::int AS n FROM posts p%'
+            AND (${!onlyWaiting} OR wait_event_type = 'Lock')`
+      ).then((rows) => rows[0]!.n)
+    )
   const locked = () =>
     Effect.promise(async () => {
       const lock = holdLock(db.url, "LOCK TABLE posts IN ACCESS EXCLUSIVE MODE")
@@ -250,9 +259,12 @@ describe("a large board's last known size, on the TestClock", () => {
       const answer = yield* Effect.forkChild(suggest("Dark mode"))
       // The count gave way to the last known size: the search runs (and waits on the lock); then the lock goes.
       yield* until("the search, or the answer", Effect.map(searchWaits, (waits) => waits || answer.pollUnsafe() !== undefined || undefined))
+      // The background count the timeout started waits on the lock too; once the lock goes it ends, and the board is counted.
+      yield* until("the background count, on the lock", Effect.map(countsRunning(true), (n) => n > 0 || undefined))
       yield* Effect.promise(first.release)
       expect(ids(yield* Fiber.join(answer))).toEqual(["p_dark"])
       expect(counts()).toBe(1)
+      yield* until("the background count's end", Effect.map(countsRunning(false), (n) => n === 0 || undefined))
 
       // A minute on, the recount (in the background, within the database's limit) fails too.
       yield* TestClock.adjust(60_000)

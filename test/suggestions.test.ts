@@ -1,5 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { ids } from "./support/client.js"
 import { baseFixture, fixturePost } from "./support/fixtures.js"
 import { inMemoryServer, post } from "./support/inMemory.js"
 
@@ -26,7 +27,6 @@ fixture.organizations[1]!.posts = [
 const suggest = (body: Record<string, unknown>) =>
   post("suggestions", { organizationId: "org_acme", boardId: "b_feat", content: "", ...body })
 
-const ids = (res: { body: Array<{ id: string }> }) => res.body.map((m) => m.id)
 
 layer(inMemoryServer(fixture), { excludeTestServices: true })("POST /suggestions (lexical)", (it) => {
   it.effect("finds similar public posts of the board, best first, with exactly the spec's fields", () =>

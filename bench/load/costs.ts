@@ -19,6 +19,7 @@
  */
 import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
+import { Effect } from "effect"
 import { Redis } from "ioredis"
 import { withSql } from "../support.ts"
 
@@ -93,8 +94,14 @@ export const costMeter = async (url: string, redisUrl: string) => {
   const redisPid = Number(/^process_id:(\d+)/m.exec(info)?.[1] ?? 0)
   await redis.quit()
   // A backend's parent is the postmaster.
-  const [backend] = await withSql(url, (sql) => sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`)
-  const postmaster = cpuOf(backend!.pid)!.ppid
+  // Read while the backend lives: once its connection closes, its /proc entry goes.
+  const postmaster = await withSql(url, (sql) =>
+    Effect.flatMap(sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`, ([backend]) => {
+      const parent = cpuOf(backend!.pid)?.ppid
+      return parent === undefined
+        ? Effect.fail(new Error(`costs: no /proc entry for the PostgreSQL backend ${backend!.pid}`))
+        : Effect.succeed(parent)
+    }))
 
   const snapshot = async (serverPid: number): Promise<CostSnapshot> => {
     const [row] = await withSql(url, (sql) =>

@@ -102,7 +102,7 @@ const Services = Layer.mergeAll(Feedback.layerNoDeps, SuggestionsLive, PublicBoa
 const DatabaseGaugesLive = Gauges.from([DatabaseGauges.replica, WebhookGauges.reader, EmbeddingGauges.reader, DatabaseGauges.pool])
 
 /** `GET /metrics` on `METRICS_PORT`, with the database gauges (nothing without `METRICS_PORT`). */
-const MetricsListener = MetricsServer.layer.pipe(Layer.provide(DatabaseGaugesLive))
+const MetricsListener = MetricsServer.layer(DatabaseGaugesLive)
 
 /** One rate limiter for the API and for `/docs`. */
 const RateLimiting = RateLimitGate.layerNoDeps.pipe(Layer.provide(RateLimiter.layer))

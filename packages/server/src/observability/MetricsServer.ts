@@ -79,12 +79,15 @@ const listen = (port: number, host: string) =>
   })
 
 /**
- * With `METRICS_PORT`: every labelled series at 0, then the listener;
- * without it, nothing. In the server and in `npm run worker`. Needs the
- * `Gauges`, which `App.ts` makes from each feature's readers.
+ * With `METRICS_PORT`: every labelled series at 0, then the listener, over
+ * `gauges` (which `App.ts` makes from each feature's readers); without it,
+ * nothing, not even the gauges. In the server and in `npm run worker`.
  */
-export const layer = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* ObservabilityConfig
-  if (Option.isNone(config.metricsPort)) return Layer.empty
-  return Layer.effectDiscard(Effect.andThen(zeroes, listen(config.metricsPort.value, config.metricsHost)))
-}))
+export const layer = <R>(gauges: Layer.Layer<Gauges, never, R>) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* ObservabilityConfig
+    if (Option.isNone(config.metricsPort)) return Layer.empty
+    return Layer.effectDiscard(Effect.andThen(zeroes, listen(config.metricsPort.value, config.metricsHost))).pipe(
+      Layer.provide(gauges)
+    )
+  }))
